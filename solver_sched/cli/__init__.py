@@ -1,0 +1,1 @@
+"""Command line: `solver-sched whatif|generate` (the controller's `run` and `dump` come later)."""

@@ -1,0 +1,5 @@
+"""The configuration schema shared by the --config file and the ConfigMap (validated with pydantic)."""
+
+from solver_sched.config.schema import ObjectiveWeights, PriorityTier, SchedulerConfig, Settings
+
+__all__ = ["ObjectiveWeights", "PriorityTier", "SchedulerConfig", "Settings"]

@@ -1,0 +1,133 @@
+"""Weights and settings. One schema for the CLI's --config file and the controller's ConfigMap.
+
+The objective has two bands (see docs/formulation.md): the guaranteed band (guaranteed placement by
+priority tier, waiting time, gang breaks) and the elastic band (elastic pods, elastic evictions,
+packing). The model multiplies the guaranteed band by a factor computed per instance that exceeds
+the largest possible elastic band, so rule 4 (guaranteed before elastic) holds for any weights given
+here; validation rejects weights that would break the ordering *inside* a band (negative weights, a
+tier that weighs less than a lower-priority tier, a gang break cheaper than a waiting bonus).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+_DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m(?!s))?(?:(\d+)s)?$")
+
+
+def parse_duration(text: str) -> timedelta:
+    """Go-style durations as used in annotations: ``30s``, ``10m``, ``1h30m`` (no fractions)."""
+    m = _DURATION.match(text.strip()) if text else None
+    if not m or not any(m.groups()):
+        raise ValueError(f"invalid duration {text!r} (expected e.g. 30s, 10m, 1h30m)")
+    h, mi, s = (int(g) if g else 0 for g in m.groups())
+    return timedelta(hours=h, minutes=mi, seconds=s)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class PriorityTier(_Strict):
+    """Jobs with priority >= min_priority (and below the next tier) weigh ``weight`` per unit."""
+
+    min_priority: int = Field(alias="minPriority")
+    weight: int = Field(ge=1, le=10**9)
+
+
+class ObjectiveWeights(_Strict):
+    """Per-unit weights of the named objective terms. A unit is one GPU (or one pod without GPUs)."""
+
+    guaranteed: int = Field(default=1000, ge=1, le=10**9, description="per guaranteed unit placed")
+    tier_factor: int = Field(
+        default=4,
+        alias="tierFactor",
+        ge=1,
+        le=1000,
+        description="when no tiers are given: each distinct priority weighs this factor more",
+    )
+    tiers: tuple[PriorityTier, ...] = Field(default=(), description="explicit priority tiers")
+    gang_break: int = Field(default=500, alias="gangBreak", ge=0, le=10**9)
+    waiting: int = Field(default=1, ge=0, le=10**6, description="per hour a placed gang waited")
+    waiting_cap_hours: int = Field(default=48, alias="waitingCapHours", ge=0, le=10**4)
+    elastic: int = Field(default=100, ge=0, le=10**6, description="per elastic unit placed")
+    elastic_eviction: int = Field(default=50, alias="elasticEviction", ge=0, le=10**6)
+    packing: int = Field(default=1, ge=0, le=10**4, description="per GPU x free GPUs on target node")
+
+    @field_validator("tiers")
+    @classmethod
+    def _tiers_ordered(cls, tiers: tuple[PriorityTier, ...]) -> tuple[PriorityTier, ...]:
+        ordered = sorted(tiers, key=lambda t: t.min_priority)
+        for low, high in zip(ordered, ordered[1:], strict=False):
+            if low.min_priority == high.min_priority:
+                raise ValueError(f"two tiers with minPriority {low.min_priority}")
+            if high.weight < low.weight:
+                raise ValueError(
+                    f"tier minPriority {high.min_priority} weighs {high.weight} < "
+                    f"{low.weight} of lower tier minPriority {low.min_priority}"
+                )
+        return tuple(ordered)
+
+    @model_validator(mode="after")
+    def _break_dominates_wait(self) -> ObjectiveWeights:
+        if self.gang_break and self.waiting * self.waiting_cap_hours >= self.guaranteed:
+            raise ValueError(
+                "waiting x waitingCapHours must stay below guaranteed, or waiting time would "
+                "outweigh placing a gang"
+            )
+        return self
+
+
+class Settings(_Strict):
+    scheduler_name: str = Field(default="solver-sched", alias="schedulerName", min_length=1)
+    default_cooldown: str = Field(default="10m", alias="defaultCooldown")
+    solver: Literal["cpsat", "milp", "greedy"] = "cpsat"
+    time_limit_seconds: float = Field(default=10.0, alias="timeLimitSeconds", gt=0, le=3600)
+    workers: int = Field(default=2, ge=1, le=64, description="CP-SAT search workers")
+    random_seed: int = Field(default=0, alias="randomSeed", ge=0)
+    priority_preemption: bool = Field(default=True, alias="priorityPreemption")
+    queue_reclaim: bool = Field(default=True, alias="queueReclaim")
+    repair_rounds: int = Field(default=2, alias="repairRounds", ge=0, le=10)
+
+    @field_validator("default_cooldown")
+    @classmethod
+    def _cooldown(cls, v: str) -> str:
+        parse_duration(v)
+        return v
+
+    @property
+    def cooldown(self) -> timedelta:
+        return parse_duration(self.default_cooldown)
+
+
+class SchedulerConfig(_Strict):
+    weights: ObjectiveWeights = ObjectiveWeights()
+    settings: Settings = Settings()
+
+
+class ConfigError(Exception):
+    """A config that failed validation; the message names the source and the field."""
+
+
+def config_from_mapping(data: object, source: str) -> SchedulerConfig:
+    try:
+        return SchedulerConfig.model_validate(data or {})
+    except ValidationError as exc:
+        details = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}" for err in exc.errors()
+        )
+        raise ConfigError(f"{source}: {details}") from None
+
+
+def load_config(path: Path) -> SchedulerConfig:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    return config_from_mapping(data, str(path))

@@ -1,0 +1,117 @@
+"""Nodes, pods and jobs (gangs) as the core sees them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from enum import Enum
+
+from solver_sched.domain.affinity import NodeConstraints, Taint
+from solver_sched.domain.resources import Resources
+
+DEFAULT_CLUSTER = "default"
+
+
+class SizePolicy(str, Enum):
+    ANY = "any"
+    POWER_OF_TWO = "power-of-two"
+
+
+class PodPhase(str, Enum):
+    PENDING = "Pending"
+    RUNNING = "Running"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    UNKNOWN = "Unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    name: str
+    allocatable: Resources
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
+    cluster: str = DEFAULT_CLUSTER
+    invalid: str | None = None  # why the node takes nothing (e.g. unparsable allocatable)
+
+    @property
+    def schedulable(self) -> bool:
+        return not self.unschedulable and self.invalid is None
+
+
+@dataclass(frozen=True, slots=True)
+class Pod:
+    """A pod; ``name`` is ``namespace/name``. ``order`` ranks it inside its job (lower = kept longer)."""
+
+    name: str
+    namespace: str
+    requests: Resources
+    job: str
+    scheduler_name: str = "solver-sched"
+    node_name: str | None = None
+    phase: PodPhase = PodPhase.PENDING
+    priority: int = 0
+    constraints: NodeConstraints = NodeConstraints()
+    order: tuple[int, int, str] = (0, 0, "")
+    created: datetime | None = None
+    cluster: str = DEFAULT_CLUSTER
+
+    @property
+    def terminated(self) -> bool:
+        return self.phase in (PodPhase.SUCCEEDED, PodPhase.FAILED)
+
+    @property
+    def bound(self) -> bool:
+        """Holds node capacity: assigned to a node and not finished."""
+        return self.node_name is not None and not self.terminated
+
+    @property
+    def waiting(self) -> bool:
+        return self.node_name is None and not self.terminated
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """The gang: the unit of all-or-nothing placement and of eviction.
+
+    ``pods`` lists its live pods (not Succeeded/Failed) in keep order: the first ``min_pods`` are the
+    guaranteed part, the rest elastic; scale-in evicts from the end.
+    """
+
+    name: str  # namespace/group
+    namespace: str
+    pods: tuple[str, ...]
+    min_pods: int = 1
+    max_pods: int = 1
+    size_policy: SizePolicy = SizePolicy.ANY
+    priority: int = 0
+    queue: str = ""
+    cooldown: timedelta = timedelta(minutes=10)
+    last_scale_time: datetime | None = None
+    created: datetime | None = None
+    source: str = ""  # the object that defined the gang, e.g. "PodGroup default/x"
+    cluster: str | None = None  # pinned cluster (fleet); None = any
+    invalid: str | None = None  # why the job cannot be planned (names object and field)
+
+    @property
+    def elastic(self) -> bool:
+        return self.max_pods > self.min_pods
+
+    def allowed_sizes(self) -> tuple[int, ...]:
+        """Sizes the job may run at: [min, min(max, pods that exist)], powers of two if asked."""
+        top = min(self.max_pods, len(self.pods))
+        sizes = range(self.min_pods, top + 1)
+        if self.size_policy is SizePolicy.POWER_OF_TWO:
+            return tuple(s for s in sizes if s & (s - 1) == 0)
+        return tuple(sizes)
+
+    def cooldown_until(self) -> datetime | None:
+        if self.last_scale_time is None:
+            return None
+        return self.last_scale_time + self.cooldown
+
+
+def is_power_of_two(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0

@@ -1,0 +1,54 @@
+"""The hierarchical quota tree (ElasticQuotaTree): queues with min (guaranteed) and max per resource.
+
+The special resource ``kube-queue/max-jobs`` caps running jobs. Leaves own namespaces; a namespace
+in no leaf belongs to the implicit, unlimited queue ``IMPLICIT_QUEUE``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from solver_sched.domain.resources import Resources
+
+MAX_JOBS = "kube-queue/max-jobs"
+IMPLICIT_QUEUE = "(none)"
+
+
+@dataclass(frozen=True, slots=True)
+class Queue:
+    name: str
+    parent: str | None = None
+    namespaces: tuple[str, ...] = ()
+    min: Resources = field(default_factory=dict)
+    max: Resources = field(default_factory=dict)  # a resource absent from max is unlimited
+    max_jobs: int | None = None
+    invalid: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaTree:
+    queues: Mapping[str, Queue] = field(default_factory=dict)
+
+    def leaf_for(self, namespace: str) -> str:
+        for q in self.queues.values():
+            if namespace in q.namespaces:
+                return q.name
+        return IMPLICIT_QUEUE
+
+    def chain(self, queue: str) -> tuple[str, ...]:
+        """The queue and its ancestors, leaf first (empty for the implicit queue)."""
+        out: list[str] = []
+        seen: set[str] = set()
+        cur: str | None = queue
+        while cur is not None and cur in self.queues and cur not in seen:
+            seen.add(cur)
+            out.append(cur)
+            cur = self.queues[cur].parent
+        return tuple(out)
+
+    def invalid_in_chain(self, queue: str) -> str | None:
+        for name in self.chain(queue):
+            if self.queues[name].invalid:
+                return self.queues[name].invalid
+        return None

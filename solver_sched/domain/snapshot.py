@@ -1,0 +1,52 @@
+"""ClusterSnapshot: what is. The only input to a scheduling decision (with `now` and the config)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from solver_sched.domain.cluster import Job, Node, Pod
+from solver_sched.domain.quota import QuotaTree
+
+
+@dataclass(frozen=True, slots=True)
+class InputError:
+    """A rejected object: which one, which field, and why. Reported, never raised."""
+
+    obj: str  # e.g. "PodGroup default/x"
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.obj}: {self.field}: {self.message}"
+
+
+@dataclass(frozen=True)
+class ClusterSnapshot:
+    """Immutable cluster state. ``jobs`` holds only the gangs this scheduler may act on."""
+
+    nodes: Mapping[str, Node]
+    pods: Mapping[str, Pod]
+    jobs: Mapping[str, Job]
+    quota: QuotaTree = field(default_factory=QuotaTree)
+    scheduler_name: str = "solver-sched"
+    errors: tuple[InputError, ...] = ()
+
+    @cached_property
+    def pods_by_node(self) -> Mapping[str, tuple[Pod, ...]]:
+        out: dict[str, list[Pod]] = {}
+        for pod in self.pods.values():
+            if pod.bound and pod.node_name is not None:
+                out.setdefault(pod.node_name, []).append(pod)
+        return {k: tuple(v) for k, v in out.items()}
+
+    def job_of(self, pod: Pod) -> Job | None:
+        return self.jobs.get(pod.job)
+
+    def running_pods(self, job: Job) -> tuple[Pod, ...]:
+        """Bound pods of the job, in keep order."""
+        return tuple(self.pods[p] for p in job.pods if self.pods[p].bound)
+
+    def waiting_pods(self, job: Job) -> tuple[Pod, ...]:
+        return tuple(self.pods[p] for p in job.pods if self.pods[p].waiting)

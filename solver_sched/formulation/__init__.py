@@ -1,0 +1,1 @@
+"""snapshot + config + now -> Problem (index sets, coefficients) -> LinearModel (backend-neutral)."""

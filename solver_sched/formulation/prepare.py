@@ -1,0 +1,476 @@
+"""snapshot + weights + settings + now -> Problem.
+
+Everything the rules need is computed here once: which jobs can change at all, their size options
+(power-of-two ladders, cooldown locks), node classes, pod shapes, quota rows and the triggers that
+allow preemption. Jobs that cannot change this cycle are folded into fixed usage, which keeps the
+model small on large, mostly-settled clusters.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+from solver_sched.config.schema import ObjectiveWeights, Settings
+from solver_sched.domain import resources as res
+from solver_sched.domain.cluster import Job, Node, Pod
+from solver_sched.domain.quota import IMPLICIT_QUEUE, MAX_JOBS
+from solver_sched.domain.snapshot import ClusterSnapshot
+from solver_sched.formulation.problem import (
+    JobModel,
+    NodeClass,
+    Problem,
+    QuotaRow,
+    Shape,
+    SizeOption,
+)
+from solver_sched.formulation.sizes import change_to
+
+ANY_START = "any"  # trigger fired by any guaranteed gang starting
+
+
+@dataclass(frozen=True, slots=True)
+class _JobState:
+    job: Job
+    running: tuple[Pod, ...]
+    waiting: tuple[Pod, ...]
+    sizes: tuple[int, ...]  # allowed sizes reachable this cycle (cooldown applied)
+    locked: bool
+
+    @property
+    def current(self) -> int:
+        return len(self.running)
+
+    @property
+    def running_ok(self) -> bool:
+        return self.current in self.job.allowed_sizes()
+
+    @property
+    def starting(self) -> bool:
+        return not self.running_ok and self.current < self.job.min_pods
+
+
+def prepare(
+    snapshot: ClusterSnapshot, weights: ObjectiveWeights, settings: Settings, now: datetime
+) -> Problem:
+    reasons: dict[str, str] = {}
+    states = _job_states(snapshot, now, reasons)
+    queue_of = {name: _queue_of(snapshot, st.job) for name, st in states.items()}
+    usage_now = _queue_usage(snapshot, (p for p in snapshot.pods.values() if p.bound))
+    borrowing, below_min = _borrowing(snapshot, usage_now)
+    triggers_of = _break_triggers(states, queue_of, borrowing, below_min, settings)
+    any_start = any(st.starting and st.sizes for st in states.values())
+    active = {
+        name: st
+        for name, st in states.items()
+        if _can_change(st, any_start, bool(triggers_of.get(name)))
+    }
+    free = _free_per_node(snapshot)
+    shapes_of, shape_reqs = _shapes(active)
+    relevant = tuple(sorted({r for req, _ in shape_reqs for r in req} | {res.PODS}))
+    classes, class_of = _classes(snapshot, free, shape_reqs, relevant)
+    shapes = _fit(snapshot, classes, shape_reqs, free, active)
+    for name, st in active.items():
+        if st.waiting and not any(shapes[shapes_of[p.name]].fit for p in st.waiting):
+            reasons.setdefault(name, _no_node_reason(snapshot, st.waiting[0]))
+    tier = _tier_weights(weights, [st.job.priority for st in active.values()])
+    names = sorted(active)
+    index = {n: i for i, n in enumerate(names)}
+    jobs = tuple(
+        _job_model(snapshot, active[n], queue_of[n], tier, weights, now, shapes_of, class_of,
+                   triggers_of.get(n, ()))
+        for n in names
+    )
+    needed = sorted({k for jm in jobs for k in jm.break_needs})
+    triggers: dict[str, list[int]] = defaultdict(list)
+    for i, jm in enumerate(jobs):
+        if jm.starting:
+            triggers[ANY_START].append(i)
+            triggers.update({k: [*triggers[k], i] for k in needed if _fires(jm, k, below_min)})
+    quotas = _quota_rows(snapshot, jobs, index, active, usage_now, borrowing)
+    capacity = {
+        c.id: {r: q * len(c.nodes) for r, q in c.free.items()} for c in classes
+    }
+    band = _band(jobs, shapes, classes, weights)
+    return Problem(
+        classes=classes,
+        shapes=shapes,
+        jobs=jobs,
+        quotas=quotas,
+        resources=relevant,
+        class_capacity=capacity,
+        triggers={k: tuple(v) for k, v in triggers.items()},
+        clusters=tuple(sorted({n.cluster for n in snapshot.nodes.values()})),
+        band=band,
+        gang_break=weights.gang_break,
+        elastic_weight=weights.elastic,
+        eviction_weight=weights.elastic_eviction,
+        packing_weight=weights.packing,
+        waiting_weight=weights.waiting,
+        shape_of=shapes_of,
+        class_of=class_of,
+        reasons=reasons,
+    )
+
+
+# -- jobs ------------------------------------------------------------------------------------
+
+
+def _job_states(
+    snapshot: ClusterSnapshot, now: datetime, reasons: dict[str, str]
+) -> dict[str, _JobState]:
+    out: dict[str, _JobState] = {}
+    for name, job in snapshot.jobs.items():
+        if job.invalid:
+            reasons[name] = job.invalid
+            continue
+        invalid_queue = snapshot.quota.invalid_in_chain(_queue_of(snapshot, job))
+        if invalid_queue:
+            reasons[name] = invalid_queue
+            continue
+        running = snapshot.running_pods(job)
+        waiting = snapshot.waiting_pods(job)
+        until = job.cooldown_until()
+        locked = until is not None and now < until
+        reachable = len(running) + len(waiting)
+        top = len(running) if locked and len(running) >= job.min_pods else reachable
+        sizes = tuple(s for s in job.allowed_sizes() if s <= top)
+        if not job.allowed_sizes():
+            reasons[name] = (
+                f"{job.source or 'job ' + name}: needs {job.min_pods} pods (minMember), "
+                f"{len(job.pods)} exist"
+            )
+        out[name] = _JobState(job, running, waiting, sizes, locked)
+    return out
+
+
+def _can_change(st: _JobState, any_start: bool, breakable: bool) -> bool:
+    if not st.running_ok and (st.running or st.sizes):
+        return True  # pending gang, partial gang or irregular size: must be decided
+    if st.running_ok and any(s > st.current for s in st.sizes):
+        return True  # may scale out
+    shrinkable = any_start and any(s < st.current for s in st.sizes)
+    return shrinkable or (st.running_ok and breakable and any_start)
+
+
+def _queue_of(snapshot: ClusterSnapshot, job: Job) -> str:
+    return job.queue or snapshot.quota.leaf_for(job.namespace)
+
+
+def _break_triggers(
+    states: Mapping[str, _JobState],
+    queue_of: Mapping[str, str],
+    borrowing: set[str],
+    below_min: set[str],
+    settings: Settings,
+) -> dict[str, tuple[str, ...]]:
+    """For each running gang: trigger keys of which one must fire before it may be broken."""
+    pending_prio: dict[str, set[int]] = defaultdict(set)
+    for name, st in states.items():
+        if st.starting and st.sizes:
+            pending_prio[queue_of[name]].add(st.job.priority)
+    out: dict[str, tuple[str, ...]] = {}
+    for name, st in states.items():
+        if not st.running_ok:
+            continue
+        keys: list[str] = []
+        q = queue_of[name]
+        if settings.priority_preemption and any(p > st.job.priority for p in pending_prio[q]):
+            keys.append(f"prio:{q}:{st.job.priority}")
+        if settings.queue_reclaim and q in borrowing and below_min - {q}:
+            keys.append(f"reclaim:{q}")
+        out[name] = tuple(keys)
+    return out
+
+
+def _fires(jm: JobModel, key: str, below_min: set[str]) -> bool:
+    """Whether starting ``jm`` fires a break trigger (see _break_triggers for the keys)."""
+    kind, _, rest = key.partition(":")
+    if kind == "prio":
+        queue, _, prio = rest.rpartition(":")
+        return jm.queue == queue and jm.priority > int(prio)
+    if kind == "reclaim":
+        return jm.queue != rest and jm.queue in below_min
+    return False
+
+
+def _job_model(
+    snapshot: ClusterSnapshot,
+    st: _JobState,
+    queue: str,
+    tier: Mapping[int, int],
+    weights: ObjectiveWeights,
+    now: datetime,
+    shapes_of: Mapping[str, int],
+    class_of: Mapping[str, int],
+    break_needs: tuple[str, ...],
+) -> JobModel:
+    job = st.job
+    options = [_option(snapshot, job, 0, shapes_of, class_of)]
+    options += [_option(snapshot, job, s, shapes_of, class_of) for s in st.sizes]
+    wait_h = 0
+    if st.starting and job.created is not None:
+        wait_h = min(int((now - job.created).total_seconds() // 3600), weights.waiting_cap_hours)
+    clusters = tuple(sorted({p.cluster for p in st.running})) or (
+        (job.cluster,) if job.cluster else ()
+    )
+    return JobModel(
+        name=job.name,
+        queue=queue,
+        queue_chain=snapshot.quota.chain(queue),
+        priority=job.priority,
+        tier_weight=tier[job.priority],
+        waiting_hours=max(0, wait_h),
+        current=st.current,
+        options=tuple(options),
+        starting=st.starting,
+        running_ok=st.running_ok,
+        clusters=clusters,
+        break_needs=break_needs,
+        shrink_needs_start=st.running_ok,
+    )
+
+
+def _option(
+    snapshot: ClusterSnapshot,
+    job: Job,
+    size: int,
+    shapes_of: Mapping[str, int],
+    class_of: Mapping[str, int],
+) -> SizeOption:
+    change = change_to(snapshot, job, size)
+    new: dict[int, int] = defaultdict(int)
+    for pod in change.bind:
+        new[shapes_of[pod.name]] += 1
+    released: dict[int, dict[str, int]] = {}
+    for pod in change.evict:
+        cid = class_of.get(pod.node_name or "")
+        if cid is not None:
+            released[cid] = res.add(released.get(cid, {}), pod.requests)
+    kept = change.keep + change.bind
+    units = [res.value_units(p.requests) for p in kept]
+    return SizeOption(
+        size=size,
+        new=dict(new),
+        released=released,
+        usage=res.total(p.requests for p in kept),
+        guaranteed_units=sum(units[: job.min_pods]) if size >= job.min_pods else 0,
+        elastic_units=sum(units[job.min_pods:]),
+        evicted=len(change.evict),
+    )
+
+
+def _tier_weights(weights: ObjectiveWeights, priorities: Iterable[int]) -> dict[int, int]:
+    distinct = sorted(set(priorities))
+    if weights.tiers:
+        out = {}
+        for p in distinct:
+            eligible = [t.weight for t in weights.tiers if t.min_priority <= p]
+            out[p] = eligible[-1] if eligible else weights.guaranteed
+        return out
+    return {p: weights.guaranteed * weights.tier_factor**rank for rank, p in enumerate(distinct)}
+
+
+# -- nodes and shapes ------------------------------------------------------------------------
+
+
+def _free_per_node(snapshot: ClusterSnapshot) -> dict[str, dict[str, int]]:
+    out = {}
+    for name, node in snapshot.nodes.items():
+        used = res.total(p.requests for p in snapshot.pods_by_node.get(name, ()))
+        out[name] = res.sub(node.allocatable, used)
+    return out
+
+
+def _shapes(
+    active: Mapping[str, _JobState],
+) -> tuple[dict[str, int], list[tuple[dict[str, int], Pod]]]:
+    """Group pending pods by (requests, node constraints); returns pod -> shape id and examples."""
+    ids: dict[object, int] = {}
+    shapes_of: dict[str, int] = {}
+    examples: list[tuple[dict[str, int], Pod]] = []
+    for name in sorted(active):
+        for pod in active[name].waiting:
+            key = (res.key(pod.requests), pod.constraints)
+            if key not in ids:
+                ids[key] = len(examples)
+                examples.append((dict(pod.requests), pod))
+            shapes_of[pod.name] = ids[key]
+    return shapes_of, examples
+
+
+def _classes(
+    snapshot: ClusterSnapshot,
+    free: Mapping[str, Mapping[str, int]],
+    shape_reqs: list[tuple[dict[str, int], Pod]],
+    relevant: tuple[str, ...],
+) -> tuple[tuple[NodeClass, ...], dict[str, int]]:
+    label_keys: set[str] = set()
+    by_name = False
+    for _, pod in shape_reqs:
+        c = pod.constraints
+        label_keys.update(k for k, _ in c.node_selector)
+        for term in c.required_terms:
+            for req in term:
+                if req.field:
+                    by_name = True
+                else:
+                    label_keys.add(req.key)
+    groups: dict[object, list[Node]] = defaultdict(list)
+    for name in sorted(snapshot.nodes):
+        node = snapshot.nodes[name]
+        if not node.schedulable:
+            continue
+        labels = tuple(sorted((k, node.labels[k]) for k in label_keys if k in node.labels))
+        taints = tuple(sorted(
+            (t.key, t.value, t.effect) for t in node.taints if t.effect in ("NoSchedule", "NoExecute")
+        ))
+        vec = tuple(max(0, free[name].get(r, 0)) for r in relevant)
+        groups[(node.cluster, labels, taints, vec, name if by_name else "")].append(node)
+    classes = []
+    class_of: dict[str, int] = {}
+    for cid, key in enumerate(sorted(groups, key=repr)):
+        nodes = groups[key]
+        vec = key[3]  # type: ignore[index]
+        free_vec = dict(zip(relevant, vec, strict=True))
+        classes.append(NodeClass(cid, nodes[0].cluster, tuple(n.name for n in nodes), free_vec,
+                                 free_vec.get(res.GPU, 0)))
+        for n in nodes:
+            class_of[n.name] = cid
+    return tuple(classes), class_of
+
+
+def _fit(
+    snapshot: ClusterSnapshot,
+    classes: tuple[NodeClass, ...],
+    shape_reqs: list[tuple[dict[str, int], Pod]],
+    free: Mapping[str, Mapping[str, int]],
+    active: Mapping[str, _JobState],
+) -> tuple[Shape, ...]:
+    """Per shape and class: how many pods could fit if every evictable pod were gone (a bound)."""
+    evictable: dict[str, dict[str, int]] = defaultdict(dict)
+    for st in active.values():
+        for pod in st.running:
+            if pod.node_name:
+                evictable[pod.node_name] = res.add(evictable[pod.node_name], pod.requests)
+    shapes = []
+    for sid, (req, pod) in enumerate(shape_reqs):
+        fit: dict[int, int] = {}
+        for c in classes:
+            rep = snapshot.nodes[c.nodes[0]]
+            if not pod.constraints.allows(rep.labels, rep.taints, rep.name):
+                continue
+            total_fit = 0
+            for n in c.nodes:
+                room = res.add(free[n], evictable[n]) if n in evictable else free[n]
+                total_fit += res.how_many_fit(req, room)
+            if total_fit > 0:
+                fit[c.id] = total_fit
+        shapes.append(Shape(sid, req, pod.constraints, fit))
+    return tuple(shapes)
+
+
+def _no_node_reason(snapshot: ClusterSnapshot, pod: Pod) -> str:
+    why: dict[str, int] = defaultdict(int)
+    for node in snapshot.nodes.values():
+        if node.unschedulable:
+            why["cordoned"] += 1
+        elif node.invalid:
+            why["invalid"] += 1
+        elif (unmet := pod.constraints.unmet(node.labels, node.taints, node.name)) is not None:
+            why[unmet] += 1
+        elif not res.fits(pod.requests, node.allocatable):
+            why["too small"] += 1
+        else:
+            why["full"] += 1
+    detail = ", ".join(f"{n} {w}" for w, n in sorted(why.items()))
+    return f"no node can hold {pod.name} ({res.fmt(pod.requests)}): {detail or 'no nodes'}"
+
+
+# -- queues ----------------------------------------------------------------------------------
+
+
+def _queue_usage(snapshot: ClusterSnapshot, pods: Iterable[Pod]) -> dict[str, dict[str, int]]:
+    """Usage per queue of the tree (leaf and ancestors), plus running job count under MAX_JOBS."""
+    usage: dict[str, dict[str, int]] = defaultdict(dict)
+    jobs_in: dict[str, set[str]] = defaultdict(set)
+    for pod in pods:
+        job = snapshot.jobs.get(pod.job)
+        leaf = _queue_of(snapshot, job) if job else snapshot.quota.leaf_for(pod.namespace)
+        for q in snapshot.quota.chain(leaf):
+            usage[q] = res.add(usage[q], pod.requests)
+            jobs_in[q].add(pod.job)
+    for q, names in jobs_in.items():
+        usage[q][MAX_JOBS] = len(names)
+    return usage
+
+
+def _borrowing(
+    snapshot: ClusterSnapshot, usage: Mapping[str, Mapping[str, int]]
+) -> tuple[set[str], set[str]]:
+    """Leaves using more than their min of some resource, and leaves below min of some resource."""
+    borrowing, below = set(), set()
+    for q in snapshot.quota.queues.values():
+        if q.min:
+            used = usage.get(q.name, {})
+            if any(used.get(r, 0) > m for r, m in q.min.items()):
+                borrowing.add(q.name)
+            if any(used.get(r, 0) < m for r, m in q.min.items()):
+                below.add(q.name)
+    return borrowing, below
+
+
+def _quota_rows(
+    snapshot: ClusterSnapshot,
+    jobs: tuple[JobModel, ...],
+    index: Mapping[str, int],
+    active: Mapping[str, _JobState],
+    usage_now: Mapping[str, Mapping[str, int]],
+    borrowing: set[str],
+) -> tuple[QuotaRow, ...]:
+    members: dict[str, list[int]] = defaultdict(list)
+    for i, jm in enumerate(jobs):
+        for q in jm.queue_chain:
+            members[q].append(i)
+    active_usage = _queue_usage(
+        snapshot, (p for st in active.values() for p in st.running)
+    )
+    rows = []
+    for name in sorted(snapshot.quota.queues):
+        if name == IMPLICIT_QUEUE or not members.get(name):
+            continue
+        q = snapshot.quota.queues[name]
+        now_total = usage_now.get(name, {})
+        fixed = res.sub(now_total, active_usage.get(name, {}))
+        cap = {r: max(m, now_total.get(r, 0)) - fixed.get(r, 0) for r, m in q.max.items()}
+        floor = {}
+        if name in borrowing:
+            floor = {r: m - fixed.get(r, 0) for r, m in q.min.items() if now_total.get(r, 0) > m}
+        jobs_cap = None
+        if q.max_jobs is not None:
+            jobs_cap = max(q.max_jobs, now_total.get(MAX_JOBS, 0)) - fixed.get(MAX_JOBS, 0)
+        rows.append(QuotaRow(name, tuple(members[name]), cap, floor, jobs_cap, fixed))
+    return tuple(rows)
+
+
+# -- objective scale -------------------------------------------------------------------------
+
+
+def _band(
+    jobs: tuple[JobModel, ...], shapes: tuple[Shape, ...], classes: tuple[NodeClass, ...],
+    weights: ObjectiveWeights,
+) -> int:
+    """1 + the largest magnitude the elastic band can reach: guaranteed work then always wins."""
+    max_gpu_free = max((c.gpus_free for c in classes), default=0)
+    total = 0
+    for jm in jobs:
+        total += weights.elastic * max(o.elastic_units for o in jm.options)
+        total += weights.elastic_eviction * max(o.evicted for o in jm.options)
+        gpus = max(
+            (sum(n * shapes[s].requests.get(res.GPU, 0) for s, n in o.new.items()) for o in jm.options),
+            default=0,
+        )
+        total += weights.packing * gpus * max_gpu_free
+    return total + 1

@@ -1,0 +1,97 @@
+"""Problem: what the solver sees. Pure data derived from one snapshot for one cycle.
+
+Identical nodes are grouped into classes and identical pods into shapes, so the model's size grows
+with the number of *distinct* node states and jobs, not with the node count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from solver_sched.domain.affinity import NodeConstraints
+from solver_sched.domain.resources import Resources
+
+
+@dataclass(frozen=True, slots=True)
+class NodeClass:
+    """Nodes that look the same to every pending pod: same cluster, relevant labels, taints, free."""
+
+    id: int
+    cluster: str
+    nodes: tuple[str, ...]
+    free: Resources  # per node, at the start of the cycle
+    gpus_free: int  # per node; drives the packing term
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """Pending pods with the same requests and node constraints."""
+
+    id: int
+    requests: Resources
+    constraints: NodeConstraints
+    fit: Mapping[int, int]  # class id -> upper bound on pods of this shape the class can hold
+
+
+@dataclass(frozen=True, slots=True)
+class SizeOption:
+    """Running the job at ``size`` pods (0 = not at all), and what that takes."""
+
+    size: int
+    new: Mapping[int, int]  # shape id -> pending pods to bind
+    released: Mapping[int, Resources]  # class id -> resources freed by evicting running pods
+    usage: Resources  # the job's quota usage at this size
+    guaranteed_units: int  # value units of the guaranteed part placed (0 or all of them)
+    elastic_units: int  # value units above the minimum
+    evicted: int  # running pods evicted to reach this size
+
+
+@dataclass(frozen=True, slots=True)
+class JobModel:
+    name: str
+    queue: str
+    queue_chain: tuple[str, ...]
+    priority: int
+    tier_weight: int
+    waiting_hours: int
+    current: int  # bound pods now
+    options: tuple[SizeOption, ...]  # options[0] is always size 0
+    starting: bool  # placing it starts a guaranteed gang (it is not running at an allowed size)
+    running_ok: bool  # running at an allowed size now
+    clusters: tuple[str, ...]  # clusters it may use
+    break_needs: tuple[str, ...] = ()  # trigger keys: breaking it needs one of these to start
+    shrink_needs_start: bool = True  # scaling in needs some guaranteed gang to start
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaRow:
+    """One queue of the tree (leaf or ancestor) with the limits this cycle must keep."""
+
+    queue: str
+    jobs: tuple[int, ...]  # indices into Problem.jobs
+    cap: Resources  # usage of the member jobs must stay <= cap (max minus fixed usage)
+    floor: Resources  # and >= floor (reclaim never pushes a borrowing queue below its min)
+    jobs_cap: int | None  # running member jobs <= jobs_cap
+    fixed: Resources = field(default_factory=dict)  # usage held by pods outside the model
+
+
+@dataclass(frozen=True)
+class Problem:
+    classes: tuple[NodeClass, ...]
+    shapes: tuple[Shape, ...]
+    jobs: tuple[JobModel, ...]
+    quotas: tuple[QuotaRow, ...]
+    resources: tuple[str, ...]  # resources that pending pods request
+    class_capacity: Mapping[int, Resources]  # free summed over the class's nodes
+    triggers: Mapping[str, tuple[int, ...]]  # trigger key -> starting jobs that fire it
+    clusters: tuple[str, ...]
+    band: int  # multiplier of the guaranteed band (> largest elastic band)
+    gang_break: int
+    elastic_weight: int
+    eviction_weight: int
+    packing_weight: int
+    waiting_weight: int
+    shape_of: Mapping[str, int] = field(default_factory=dict)  # pending pod -> shape id
+    class_of: Mapping[str, int] = field(default_factory=dict)  # schedulable node -> class id
+    reasons: Mapping[str, str] = field(default_factory=dict)  # static reasons found while preparing

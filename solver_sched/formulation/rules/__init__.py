@@ -1,0 +1,1 @@
+"""One module per rule; each adds its constraints (and objective terms) to the LinearModel."""

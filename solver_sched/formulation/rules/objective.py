@@ -1,0 +1,47 @@
+"""Rule 9, the objective: named terms in two bands (maximised).
+
+Guaranteed band (multiplied by ``band`` > the largest elastic band, so rule 4 holds for any weights):
+  guaranteed[tier]  tier_weight[j] * guaranteed_units[j,s] * y[j,s]
+  waiting           waiting_weight * hours_waited[j] * run_j   (pending gangs only)
+  gang_break        -gang_break * y[j,0]                       (running gangs broken)
+Elastic band:
+  elastic           elastic_weight * elastic_units[j,s] * y[j,s]
+  elastic_eviction  -eviction_weight * evicted[j,s] * y[j,s]
+  packing           -packing_weight * gpus[p] * gpus_free[c] * x[j,p,c]   (fill used nodes first)
+"""
+
+from __future__ import annotations
+
+from solver_sched.domain.resources import GPU
+from solver_sched.formulation.linear import LinearModel
+from solver_sched.formulation.problem import Problem
+from solver_sched.formulation.variables import Vars
+
+
+def add(problem: Problem, model: LinearModel, v: Vars) -> None:
+    model.band = problem.band
+    for j, jm in enumerate(problem.jobs):
+        ys = v.y[j]
+        model.term(
+            "guaranteed",
+            f"guaranteed[priority={jm.priority}]",
+            [(ys[k], jm.tier_weight * o.guaranteed_units) for k, o in enumerate(jm.options)],
+        )
+        if jm.starting and jm.waiting_hours:
+            w = problem.waiting_weight * jm.waiting_hours
+            model.term("guaranteed", "waiting", [(y, w) for y in ys[1:]])
+        if jm.running_ok:
+            model.term("guaranteed", "gang_break", [(ys[0], -problem.gang_break)])
+        model.term(
+            "elastic", "elastic",
+            [(ys[k], problem.elastic_weight * o.elastic_units) for k, o in enumerate(jm.options)],
+        )
+        model.term(
+            "elastic", "elastic_eviction",
+            [(ys[k], -problem.eviction_weight * o.evicted) for k, o in enumerate(jm.options)],
+        )
+    packing = []
+    for (_j, sid, cid), var in v.x.items():
+        gpus = problem.shapes[sid].requests.get(GPU, 0)
+        packing.append((var, -problem.packing_weight * gpus * problem.classes[cid].gpus_free))
+    model.term("elastic", "packing", packing)

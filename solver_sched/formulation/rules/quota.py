@@ -1,0 +1,36 @@
+"""Rule 3, queue capacity, at every level of the quota tree.
+
+For each queue q and resource r with a max: sum_{j in q} sum_s usage[j,s,r] y[j,s] <= cap[q,r]
+(max minus usage fixed outside the model; never below today's usage, so a lowered max stops growth
+without forcing evictions). Running jobs: sum_{j in q} run_j <= jobs_cap[q]. A borrowing queue keeps
+its min when others reclaim: sum usage >= floor[q,r].
+"""
+
+from __future__ import annotations
+
+from solver_sched.domain.quota import MAX_JOBS
+from solver_sched.formulation.linear import LinearModel, Terms
+from solver_sched.formulation.problem import Problem
+from solver_sched.formulation.variables import Vars
+
+
+def _usage(problem: Problem, v: Vars, members: tuple[int, ...], r: str) -> Terms:
+    return [
+        (v.y[j][k], o.usage.get(r, 0))
+        for j in members
+        for k, o in enumerate(problem.jobs[j].options)
+        if o.usage.get(r, 0)
+    ]
+
+
+def add(problem: Problem, model: LinearModel, v: Vars) -> None:
+    for row in problem.quotas:
+        for r, cap in sorted(row.cap.items()):
+            if r != MAX_JOBS:
+                model.add(f"quota[{row.queue},{r}]", _usage(problem, v, row.jobs, r), None, cap)
+        for r, floor in sorted(row.floor.items()):
+            if r != MAX_JOBS and floor > 0:
+                model.add(f"quota_min[{row.queue},{r}]", _usage(problem, v, row.jobs, r), floor, None)
+        if row.jobs_cap is not None:
+            runs = [(y, 1) for j in row.jobs for y in v.y[j][1:]]
+            model.add(f"quota[{row.queue},{MAX_JOBS}]", runs, None, row.jobs_cap)

@@ -1,0 +1,203 @@
+"""Tentative plan state shared by greedy and the packer: job sizes, concrete binds, queue usage.
+
+Every change is journaled so a gang that does not fit is rolled back whole (all-or-nothing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from solver_sched.domain import resources as res
+from solver_sched.domain.cluster import Pod
+from solver_sched.domain.snapshot import ClusterSnapshot
+from solver_sched.formulation.nodes import NodeState
+from solver_sched.formulation.problem import Problem
+from solver_sched.formulation.sizes import change_to
+
+
+Chooser = Callable[[Pod, list[str]], "str | None"]
+
+
+class PlanState:
+    def __init__(self, snapshot: ClusterSnapshot, problem: Problem) -> None:
+        self.snapshot, self.problem = snapshot, problem
+        self.nodes = NodeState(snapshot)
+        self.size = {jm.name: jm.current for jm in problem.jobs}
+        self.placed: dict[str, str] = {}  # pending pod -> node
+        self.evicted: set[str] = set()  # running pods the tentative plan evicts
+        self.index = {jm.name: j for j, jm in enumerate(problem.jobs)}
+        self.rows_of: dict[int, list[int]] = {}
+        for r, row in enumerate(problem.quotas):
+            for j in row.jobs:
+                self.rows_of.setdefault(j, []).append(r)
+        self.usage: list[dict[str, int]] = []
+        self.running_jobs: list[int] = []
+        for row in problem.quotas:
+            u: dict[str, int] = {}
+            count = 0
+            for j in row.jobs:
+                jm = problem.jobs[j]
+                u = res.add(u, self._usage(j, jm.current))
+                count += jm.current > 0
+            self.usage.append(u)
+            self.running_jobs.append(count)
+        self._journal: list[Callable[[], None]] = []
+
+    def _usage(self, j: int, size: int) -> dict[str, int]:
+        jm = self.problem.jobs[j]
+        for o in jm.options:
+            if o.size == size:
+                return dict(o.usage)
+        job = self.snapshot.jobs[jm.name]
+        return res.total(p.requests for p in self.snapshot.running_pods(job))
+
+    # -- journal -----------------------------------------------------------------------------
+    def mark(self) -> int:
+        return len(self._journal)
+
+    def rollback(self, mark: int) -> None:
+        while len(self._journal) > mark:
+            self._journal.pop()()
+
+    # -- queue rows --------------------------------------------------------------------------
+    def quota_blocker(self, j: int, size: int) -> str | None:
+        """None when moving job j to size keeps every queue row within its limits."""
+        old, new = self._usage(j, self.size[self.problem.jobs[j].name]), self._usage(j, size)
+        was_running = self.size[self.problem.jobs[j].name] > 0
+        for r in self.rows_of.get(j, ()):
+            row = self.problem.quotas[r]
+            for name, cap in row.cap.items():
+                after = self.usage[r].get(name, 0) - old.get(name, 0) + new.get(name, 0)
+                if after > cap and new.get(name, 0) > old.get(name, 0):
+                    return f"queue {row.queue}: {name}"
+            for name, floor in row.floor.items():
+                after = self.usage[r].get(name, 0) - old.get(name, 0) + new.get(name, 0)
+                if after < floor and new.get(name, 0) < old.get(name, 0):
+                    return f"queue {row.queue}: min {name}"
+            if row.jobs_cap is not None and not was_running and size > 0:
+                if self.running_jobs[r] + 1 > row.jobs_cap:
+                    return f"queue {row.queue}: max-jobs"
+        return None
+
+    # -- size changes ------------------------------------------------------------------------
+    def resize(
+        self,
+        j: int,
+        size: int,
+        cluster: str | None = None,
+        chooser: Chooser | None = None,
+        check_quota: bool = True,
+    ) -> bool:
+        """Move job j to size: evict surplus, bind what is missing (best fit). All or nothing."""
+        jm = self.problem.jobs[j]
+        if size == self.size[jm.name]:
+            return True
+        if check_quota and self.quota_blocker(j, size) is not None:
+            return False
+        mark = self.mark()
+        job = self.snapshot.jobs[jm.name]
+        change = change_to(self.snapshot, job, size)
+        self._set_size(j, size)
+        for pod in change.evict:
+            if pod.name not in self.evicted:
+                self._release(pod)
+        for pod in change.keep:
+            if pod.name in self.evicted and not self._restore(pod):
+                self.rollback(mark)
+                return False
+        wanted = {p.name for p in change.bind}
+        for pod in job.pods:
+            if pod in self.placed and pod not in wanted:
+                self._unplace(pod)
+        clusters = [cluster] if cluster else (list(jm.clusters) or list(self.problem.clusters))
+        for k in clusters:
+            if self._bind_all(change.bind, k, chooser or self.nodes.best_fit):
+                return True
+        self.rollback(mark)
+        return False
+
+    def _bind_all(self, pods: tuple[Pod, ...], cluster: str, chooser: Chooser) -> bool:
+        mark = self.mark()
+        nodes = self.snapshot.nodes
+        for pod in pods:
+            if pod.name in self.placed:
+                if nodes[self.placed[pod.name]].cluster != cluster:
+                    self.rollback(mark)
+                    return False
+                continue
+            candidates = [n for n in self.nodes.feasible(pod) if nodes[n].cluster == cluster]
+            node = chooser(pod, candidates)
+            if node is None:
+                self.rollback(mark)
+                return False
+            self.place(pod.name, node)
+        return True
+
+    def _release(self, pod: Pod) -> None:
+        node = pod.node_name
+        if node in self.nodes.free:
+            self.nodes.give_back(pod, node)
+        self.evicted.add(pod.name)
+
+        def undo() -> None:
+            if node in self.nodes.free:
+                self.nodes.take(pod, node)
+            self.evicted.discard(pod.name)
+
+        self._journal.append(undo)
+
+    def _restore(self, pod: Pod) -> bool:
+        node = pod.node_name
+        if node in self.nodes.free:
+            if not res.fits(pod.requests, self.nodes.free[node]):
+                return False
+            self.nodes.take(pod, node)
+        self.evicted.discard(pod.name)
+
+        def undo() -> None:
+            if node in self.nodes.free:
+                self.nodes.give_back(pod, node)
+            self.evicted.add(pod.name)
+
+        self._journal.append(undo)
+        return True
+
+    def place(self, pod_name: str, node: str) -> None:
+        pod = self.snapshot.pods[pod_name]
+        self.nodes.take(pod, node)
+        self.placed[pod_name] = node
+
+        def undo() -> None:
+            self.nodes.give_back(pod, node)
+            del self.placed[pod_name]
+
+        self._journal.append(undo)
+
+    def _unplace(self, pod_name: str) -> None:
+        node = self.placed.pop(pod_name)
+        pod = self.snapshot.pods[pod_name]
+        self.nodes.give_back(pod, node)
+
+        def undo() -> None:
+            self.nodes.take(pod, node)
+            self.placed[pod_name] = node
+
+        self._journal.append(undo)
+
+    def _set_size(self, j: int, size: int) -> None:
+        name = self.problem.jobs[j].name
+        old = self.size[name]
+        old_u, new_u = self._usage(j, old), self._usage(j, size)
+        rows = self.rows_of.get(j, ())
+        for r in rows:
+            self.usage[r] = res.add(res.sub(self.usage[r], old_u), new_u)
+            self.running_jobs[r] += int(size > 0) - int(old > 0)
+        self.size[name] = size
+
+        def undo() -> None:
+            for r in rows:
+                self.usage[r] = res.add(res.sub(self.usage[r], new_u), old_u)
+                self.running_jobs[r] -= int(size > 0) - int(old > 0)
+            self.size[name] = old
+
+        self._journal.append(undo)

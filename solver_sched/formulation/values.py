@@ -1,0 +1,48 @@
+"""Assignment -> a full vector of model variable values (CP-SAT hints, term reports, tests)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from solver_sched.formulation.build import Built
+from solver_sched.formulation.prepare import ANY_START
+from solver_sched.formulation.problem import Problem
+
+
+def to_values(
+    problem: Problem,
+    built: Built,
+    sizes: Mapping[str, int],
+    counts: Mapping[tuple[str, int, int], int],
+) -> list[int] | None:
+    """None when the assignment names a size or class the model does not have."""
+    model, v = built.model, built.vars
+    values = [0] * len(model.names)
+    run = []
+    for j, jm in enumerate(problem.jobs):
+        size = sizes.get(jm.name, 0)
+        ks = [k for k, o in enumerate(jm.options) if o.size == size]
+        if not ks:
+            return None
+        values[v.y[j][ks[0]]] = 1
+        run.append(size > 0)
+    index = {jm.name: j for j, jm in enumerate(problem.jobs)}
+    for (name, sid, cid), n in counts.items():
+        if name not in index:
+            continue
+        var = v.x.get((index[name], sid, cid))
+        if var is None:
+            if n:
+                return None
+            continue
+        values[var] = n
+        if v.w and n:
+            values[v.w[(index[name], problem.classes[cid].cluster)]] = 1
+    for j, jm in enumerate(problem.jobs):
+        if v.w and run[j] and not any(values[var] for (jj, _), var in v.w.items() if jj == j):
+            k = jm.clusters[0] if jm.clusters else problem.clusters[0]
+            values[v.w[(j, k)]] = 1
+    for key, var in built.triggers.items():
+        starters = problem.triggers.get(key if key != ANY_START else ANY_START, ())
+        values[var] = int(any(run[h] for h in starters))
+    return values

@@ -1,0 +1,176 @@
+"""Pydantic models of the Kubernetes objects solver-sched reads, as `kubectl get -o yaml` writes
+them. Only the fields the scheduler uses are modelled; everything else is ignored. Quantities stay
+raw here and are parsed by the builder, which can then name the object and field in errors."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Quantity = str | int | float
+
+
+class _Obj(BaseModel):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+
+class Meta(_Obj):
+    name: str
+    namespace: str = ""
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+    creation_timestamp: datetime | None = Field(default=None, alias="creationTimestamp")
+
+
+class TaintModel(_Obj):
+    key: str
+    value: str = ""
+    effect: str
+
+
+class NodeSpec(_Obj):
+    unschedulable: bool = False
+    taints: list[TaintModel] = Field(default_factory=list)
+
+
+class NodeStatus(_Obj):
+    allocatable: dict[str, Quantity] = Field(default_factory=dict)
+    capacity: dict[str, Quantity] = Field(default_factory=dict)
+
+
+class NodeObj(_Obj):
+    metadata: Meta
+    spec: NodeSpec = NodeSpec()
+    status: NodeStatus = NodeStatus()
+
+
+class ResourceReqs(_Obj):
+    requests: dict[str, Quantity] = Field(default_factory=dict)
+    limits: dict[str, Quantity] = Field(default_factory=dict)
+
+
+class Container(_Obj):
+    name: str = ""
+    resources: ResourceReqs = ResourceReqs()
+    restart_policy: str | None = Field(default=None, alias="restartPolicy")
+
+
+class TolerationModel(_Obj):
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+
+
+class NodeSelectorRequirementModel(_Obj):
+    key: str
+    operator: str
+    values: list[str] = Field(default_factory=list)
+
+
+class NodeSelectorTermModel(_Obj):
+    match_expressions: list[NodeSelectorRequirementModel] = Field(
+        default_factory=list, alias="matchExpressions")
+    match_fields: list[NodeSelectorRequirementModel] = Field(
+        default_factory=list, alias="matchFields")
+
+
+class NodeSelectorModel(_Obj):
+    node_selector_terms: list[NodeSelectorTermModel] = Field(
+        default_factory=list, alias="nodeSelectorTerms")
+
+
+class NodeAffinityModel(_Obj):
+    required: NodeSelectorModel | None = Field(
+        default=None, alias="requiredDuringSchedulingIgnoredDuringExecution")
+
+
+class AffinityModel(_Obj):
+    node_affinity: NodeAffinityModel | None = Field(default=None, alias="nodeAffinity")
+
+
+class SchedulingGroup(_Obj):
+    pod_group_name: str = Field(alias="podGroupName")
+
+
+class PodSpec(_Obj):
+    containers: list[Container] = Field(default_factory=list)
+    init_containers: list[Container] = Field(default_factory=list, alias="initContainers")
+    overhead: dict[str, Quantity] = Field(default_factory=dict)
+    node_name: str | None = Field(default=None, alias="nodeName")
+    scheduler_name: str = Field(default="default-scheduler", alias="schedulerName")
+    priority: int | None = None
+    priority_class_name: str | None = Field(default=None, alias="priorityClassName")
+    node_selector: dict[str, str] = Field(default_factory=dict, alias="nodeSelector")
+    affinity: AffinityModel | None = None
+    tolerations: list[TolerationModel] = Field(default_factory=list)
+    scheduling_group: SchedulingGroup | None = Field(default=None, alias="schedulingGroup")
+
+
+class PodStatus(_Obj):
+    phase: str = "Pending"
+
+
+class PodObj(_Obj):
+    metadata: Meta
+    spec: PodSpec = PodSpec()
+    status: PodStatus = PodStatus()
+
+
+class PodGroupSpec(_Obj):
+    min_member: int | None = Field(default=None, alias="minMember")
+    queue: str | None = None
+    priority_class_name: str | None = Field(default=None, alias="priorityClassName")
+    schedule_timeout_seconds: int | None = Field(default=None, alias="scheduleTimeoutSeconds")
+    scheduling_policy: dict[str, Any] | None = Field(default=None, alias="schedulingPolicy")
+
+
+class PodGroupObj(_Obj):
+    api_version: str = Field(alias="apiVersion")
+    metadata: Meta
+    spec: PodGroupSpec = PodGroupSpec()
+
+
+class ElasticPolicy(_Obj):
+    min_replicas: int | None = Field(default=None, alias="minReplicas")
+    max_replicas: int | None = Field(default=None, alias="maxReplicas")
+
+
+class ReplicaSpec(_Obj):
+    replicas: int = 1
+
+
+class PyTorchJobSpec(_Obj):
+    elastic_policy: ElasticPolicy | None = Field(default=None, alias="elasticPolicy")
+    pytorch_replica_specs: dict[str, ReplicaSpec] = Field(
+        default_factory=dict, alias="pytorchReplicaSpecs")
+
+
+class PyTorchJobObj(_Obj):
+    metadata: Meta
+    spec: PyTorchJobSpec = PyTorchJobSpec()
+
+
+class QuotaNodeModel(_Obj):
+    name: str
+    namespaces: list[str] = Field(default_factory=list)
+    min: dict[str, Quantity] = Field(default_factory=dict)
+    max: dict[str, Quantity] = Field(default_factory=dict)
+    children: list[QuotaNodeModel] = Field(default_factory=list)
+
+
+class ElasticQuotaTreeSpec(_Obj):
+    root: QuotaNodeModel
+
+
+class ElasticQuotaTreeObj(_Obj):
+    metadata: Meta
+    spec: ElasticQuotaTreeSpec
+
+
+class PriorityClassObj(_Obj):
+    metadata: Meta
+    value: int
+    global_default: bool = Field(default=False, alias="globalDefault")

@@ -1,0 +1,1 @@
+"""Assignment -> Plan (concrete nodes, minimal evictions, reasons) and the independent checker."""

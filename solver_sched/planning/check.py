@@ -1,0 +1,193 @@
+"""The independent feasibility checker. Every plan passes it before it is emitted.
+
+Written from the rules in the issue, not from the model: it reads only the snapshot and the plan
+(never solver variables, never the formulation), recomputes the cluster after the plan pod by pod,
+and returns one line per violation. An empty list means the plan may be emitted.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime
+
+from solver_sched.domain.cluster import Job, Pod
+from solver_sched.domain.plan import Plan
+from solver_sched.domain.quota import MAX_JOBS
+from solver_sched.domain.snapshot import ClusterSnapshot
+
+
+def check(
+    snapshot: ClusterSnapshot,
+    plan: Plan,
+    now: datetime,
+    priority_preemption: bool = True,
+    queue_reclaim: bool = True,
+) -> list[str]:
+    bad: list[str] = []
+    bound_to = _binds(snapshot, plan, bad)
+    evicted = _evictions(snapshot, plan, bad)
+    after = {
+        name: node
+        for name, pod in snapshot.pods.items()
+        if (node := bound_to.get(name) or (pod.node_name if pod.bound else None)) is not None
+        and name not in evicted
+    }
+    _node_fit(snapshot, after, set(bound_to.values()), bad)
+    before_size = {n: len(snapshot.running_pods(j)) for n, j in snapshot.jobs.items()}
+    after_size = {n: sum(p in after for p in j.pods) for n, j in snapshot.jobs.items()}
+    started = [
+        n for n, j in snapshot.jobs.items()
+        if before_size[n] < j.min_pods <= after_size[n]
+    ]
+    usage_before = _queue_usage(snapshot, {p: pod.node_name for p, pod in snapshot.pods.items()
+                                           if pod.bound and pod.node_name})
+    usage_after = _queue_usage(snapshot, after)
+    for name, job in snapshot.jobs.items():
+        touched = before_size[name] != after_size[name] or any(
+            b.job == name for b in plan.binds
+        )
+        if job.invalid:
+            if touched:
+                bad.append(f"job {name}: invalid job changed by the plan")
+            continue
+        _job_rules(snapshot, job, before_size[name], after_size[name], evicted, started,
+                   usage_before, now, priority_preemption, queue_reclaim, bad)
+        clusters = {snapshot.nodes[after[p]].cluster for p in job.pods if p in after
+                    and after[p] in snapshot.nodes}
+        if len(clusters) > 1:
+            bad.append(f"job {name}: spans clusters {sorted(clusters)}")
+    _quota(snapshot, usage_before, usage_after, bad)
+    return bad
+
+
+def _binds(snapshot: ClusterSnapshot, plan: Plan, bad: list[str]) -> dict[str, str]:
+    bound_to: dict[str, str] = {}
+    for b in plan.binds:
+        pod = snapshot.pods.get(b.pod)
+        node = snapshot.nodes.get(b.node)
+        if pod is None or node is None:
+            bad.append(f"bind {b.pod} -> {b.node}: unknown pod or node")
+            continue
+        if b.pod in bound_to:
+            bad.append(f"bind {b.pod}: bound twice")
+        if pod.node_name is not None or pod.terminated:
+            bad.append(f"bind {b.pod}: not a pending pod (running pods never move)")
+        if pod.scheduler_name != snapshot.scheduler_name:
+            bad.append(f"bind {b.pod}: schedulerName {pod.scheduler_name} is not ours")
+        if not node.schedulable:
+            bad.append(f"bind {b.pod} -> {b.node}: node is cordoned or invalid")
+        unmet = pod.constraints.unmet(node.labels, node.taints, node.name)
+        if unmet:
+            bad.append(f"bind {b.pod} -> {b.node}: {unmet}")
+        if pod.job != b.job:
+            bad.append(f"bind {b.pod}: belongs to {pod.job}, not {b.job}")
+        bound_to[b.pod] = b.node
+    return bound_to
+
+
+def _evictions(snapshot: ClusterSnapshot, plan: Plan, bad: list[str]) -> set[str]:
+    evicted: set[str] = set()
+    for ev in plan.evictions:
+        for name in ev.pods:
+            pod = snapshot.pods.get(name)
+            if pod is None or not pod.bound:
+                bad.append(f"evict {name}: not a running pod")
+            elif pod.job != ev.job:
+                bad.append(f"evict {name}: belongs to {pod.job}, not {ev.job}")
+            if name in evicted:
+                bad.append(f"evict {name}: evicted twice")
+            evicted.add(name)
+    return evicted
+
+
+def _node_fit(snapshot: ClusterSnapshot, after: dict[str, str], targets: set[str],
+              bad: list[str]) -> None:
+    used: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for pod_name, node in after.items():
+        if node in targets:
+            for r, q in snapshot.pods[pod_name].requests.items():
+                used[node][r] += q
+    for node in sorted(targets):
+        alloc = snapshot.nodes[node].allocatable
+        for r, q in sorted(used[node].items()):
+            if q > alloc.get(r, 0):
+                bad.append(f"node {node}: {r} {q} requested > {alloc.get(r, 0)} allocatable")
+
+
+def _job_rules(
+    snapshot: ClusterSnapshot, job: Job, before: int, after: int, evicted: set[str],
+    started: list[str], usage_before: dict[str, dict[str, int]], now: datetime,
+    priority_preemption: bool, queue_reclaim: bool, bad: list[str],
+) -> None:
+    allowed = job.allowed_sizes()
+    name = job.name
+    if after and after not in allowed:
+        bad.append(f"job {name}: ends with {after} pods, allowed sizes are {list(allowed)} or 0")
+    running = [snapshot.pods[p] for p in job.pods if snapshot.pods[p].bound]
+    gone = [p.name for p in running if p.name in evicted]
+    kept = len(running) - len(gone)
+    if gone and [p.name for p in running[kept:]] != gone:
+        bad.append(f"job {name}: evicts {gone}, not its highest-index pods")
+    until = job.cooldown_until()
+    regular = before in allowed
+    if until is not None and now < until and regular and after > before:
+        bad.append(f"job {name}: scales out {before} -> {after} during its cooldown")
+    if not regular or after >= before:
+        return
+    others = [s for s in started if s != name]
+    if after > 0 and not others:
+        bad.append(f"job {name}: scaled in {before} -> {after} with no guaranteed gang starting")
+    if after == 0:
+        queue = _queue(snapshot, job)
+        ok = priority_preemption and any(
+            _queue(snapshot, snapshot.jobs[s]) == queue and snapshot.jobs[s].priority > job.priority
+            for s in others
+        )
+        if not ok and queue_reclaim and _borrowing(snapshot, queue, usage_before):
+            ok = any(_below_min(snapshot, _queue(snapshot, snapshot.jobs[s]), usage_before)
+                     and _queue(snapshot, snapshot.jobs[s]) != queue for s in others)
+        if not ok:
+            bad.append(f"job {name}: gang broken with no higher-priority gang of its queue "
+                       f"(or reclaiming queue) starting")
+
+
+def _queue(snapshot: ClusterSnapshot, job: Job) -> str:
+    return job.queue or snapshot.quota.leaf_for(job.namespace)
+
+
+def _borrowing(snapshot: ClusterSnapshot, queue: str, usage: dict[str, dict[str, int]]) -> bool:
+    q = snapshot.quota.queues.get(queue)
+    return q is not None and any(usage[queue].get(r, 0) > m for r, m in q.min.items())
+
+
+def _below_min(snapshot: ClusterSnapshot, queue: str, usage: dict[str, dict[str, int]]) -> bool:
+    q = snapshot.quota.queues.get(queue)
+    return q is not None and any(usage[queue].get(r, 0) < m for r, m in q.min.items())
+
+
+def _queue_usage(snapshot: ClusterSnapshot, placed: dict[str, str]) -> dict[str, dict[str, int]]:
+    usage: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    jobs: dict[str, set[str]] = defaultdict(set)
+    for pod_name in placed:
+        pod: Pod = snapshot.pods[pod_name]
+        job = snapshot.jobs.get(pod.job)
+        leaf = _queue(snapshot, job) if job else snapshot.quota.leaf_for(pod.namespace)
+        for q in snapshot.quota.chain(leaf):
+            for r, n in pod.requests.items():
+                usage[q][r] += n
+            jobs[q].add(pod.job)
+    for q, names in jobs.items():
+        usage[q][MAX_JOBS] = len(names)
+    return usage
+
+
+def _quota(snapshot: ClusterSnapshot, before: dict[str, dict[str, int]],
+           after: dict[str, dict[str, int]], bad: list[str]) -> None:
+    for name, q in sorted(snapshot.quota.queues.items()):
+        limits = dict(q.max)
+        if q.max_jobs is not None:
+            limits[MAX_JOBS] = q.max_jobs
+        for r, m in sorted(limits.items()):
+            a, b = after[name].get(r, 0), before[name].get(r, 0)
+            if a > max(m, b):
+                bad.append(f"queue {name}: {r} {a} in use > max {m}")

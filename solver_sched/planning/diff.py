@@ -1,0 +1,66 @@
+"""Final plan state -> Plan: binds, job-level evictions with who they make room for, job rows."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from solver_sched.domain.plan import BindPod, EvictJob, JobOutcome, Plan
+from solver_sched.domain.snapshot import ClusterSnapshot
+from solver_sched.formulation.sizes import change_to
+from solver_sched.formulation.state import PlanState
+from solver_sched.planning.explain import explain
+
+
+def diff(snapshot: ClusterSnapshot, st: PlanState, now: datetime, notes: list[str]) -> Plan:
+    problem = st.problem
+    models = {jm.name: jm for jm in problem.jobs}
+    binds = tuple(
+        BindPod(pod=p, node=n, job=snapshot.pods[p].job) for p, n in sorted(st.placed.items())
+    )
+    bound_on: dict[str, set[str]] = {}
+    for b in binds:
+        bound_on.setdefault(b.node, set()).add(b.job)
+    evictions = []
+    outcomes = []
+    for name in sorted(snapshot.jobs):
+        job = snapshot.jobs[name]
+        jm = models.get(name)
+        current = len(snapshot.running_pods(job))
+        planned = st.size.get(name, current)
+        if planned < current:
+            pods = change_to(snapshot, job, planned).evict
+            beneficiaries = sorted({j for p in pods for j in bound_on.get(p.node_name or "", ())})
+            evictions.append(EvictJob(
+                job=name,
+                pods=tuple(p.name for p in pods),
+                reason=_evict_reason(snapshot, name, current, planned, beneficiaries, jm is not None
+                                     and not jm.running_ok),
+            ))
+        queue = jm.queue if jm else snapshot.quota.leaf_for(job.namespace)
+        outcomes.append(JobOutcome(
+            name=name,
+            queue=queue,
+            priority=job.priority,
+            min_workers=job.min_pods,
+            max_workers=job.max_pods,
+            allowed_sizes=job.allowed_sizes() if not job.invalid else (),
+            current=current,
+            planned=planned,
+            reason=explain(st, job, jm, planned, now),
+        ))
+    return Plan(binds=binds, evictions=tuple(evictions), jobs=tuple(outcomes), notes=tuple(notes))
+
+
+def _evict_reason(snapshot: ClusterSnapshot, name: str, current: int, planned: int,
+                  beneficiaries: list[str], irregular: bool) -> str:
+    if irregular:
+        job = snapshot.jobs[name]
+        if current < job.min_pods:
+            return f"gang incomplete ({current} of {job.min_pods} pods) and cannot be completed"
+        return f"{current} pods is not an allowed size; resized to {planned}"
+    for_whom = ", ".join(
+        f"{b} (priority {snapshot.jobs[b].priority})" for b in beneficiaries[:3]
+    ) or "guaranteed gangs of this plan"
+    if planned == 0:
+        return f"preempted by {for_whom}"
+    return f"scaled in {current} -> {planned} to make room for {for_whom}"

@@ -1,0 +1,75 @@
+"""Why a job is not (fully) placed: a reason a user can act on, computed from the final plan state."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from solver_sched.domain import resources as res
+from solver_sched.domain.cluster import Job
+from solver_sched.domain.quota import MAX_JOBS
+from solver_sched.formulation.problem import JobModel
+from solver_sched.formulation.sizes import change_to
+from solver_sched.formulation.state import PlanState
+
+
+def explain(st: PlanState, job: Job, jm: JobModel | None, planned: int, now: datetime) -> str:
+    reachable = min(job.max_pods, len(job.pods))
+    if planned >= reachable and planned > 0:
+        return ""
+    static = st.problem.reasons.get(job.name)
+    if static:
+        return static
+    until = job.cooldown_until()
+    locked = until is not None and now < until
+    if jm is None or not any(o.size > planned for o in jm.options):
+        if locked and planned > 0:
+            return f"cooldown until {until:%H:%M:%S}" if until else ""
+        if planned == 0:
+            return "no allowed size can run"
+        return ""
+    target = min(o.size for o in jm.options if o.size > planned)
+    j = st.index[jm.name]
+    quota = _quota_reason(st, j, target)
+    if quota:
+        return quota
+    need = change_to(st.snapshot, job, target).bind
+    missing = [p for p in need if p.name not in st.placed]
+    if missing:
+        pod = missing[0]
+        room = sum(res.how_many_fit(pod.requests, st.nodes.free[n])
+                   for n in st.nodes.feasible(pod))
+        prefix = "needs" if planned == 0 else f"size {target} needs {len(missing)} more:"
+        count = f"{len(missing)} x " if planned == 0 else ""
+        if room >= len(missing):
+            return (f"{prefix} {count}{res.fmt(pod.requests)}, room for {room} but only by "
+                    f"preempting work it may not preempt")
+        gpus = pod.requests.get(res.GPU, 0)
+        if gpus:
+            free = sum(max(0, st.nodes.free[n].get(res.GPU, 0)) for n in st.nodes.feasible(pod))
+            per_node = "" if room * gpus == free else f" (room for {room} such pods)"
+            return f"{prefix} {count or ''}{res.GPU}={gpus} each, {free} free on schedulable " \
+                   f"nodes{per_node}" if not count else \
+                   f"needs {len(missing)} x {res.GPU}={gpus}, {free} free on schedulable nodes" \
+                   f"{per_node}"
+        return f"{prefix} {count}{res.fmt(pod.requests)}, room for {room} on schedulable nodes"
+    return "held back by the objective (capacity kept for higher-priority or guaranteed work)"
+
+
+def _quota_reason(st: PlanState, j: int, size: int) -> str:
+    blocker = st.quota_blocker(j, size)
+    if blocker is None:
+        return ""
+    jm = st.problem.jobs[j]
+    for r in st.rows_of.get(j, ()):
+        row = st.problem.quotas[r]
+        queue = st.snapshot.quota.queues[row.queue]
+        if blocker == f"queue {row.queue}: max-jobs":
+            running = st.running_jobs[r] + row.fixed.get(MAX_JOBS, 0)
+            return f"queue {row.queue}: {MAX_JOBS} {queue.max_jobs}, running {running}"
+        for name in row.cap:
+            if blocker == f"queue {row.queue}: {name}":
+                used = st.usage[r].get(name, 0) + row.fixed.get(name, 0)
+                need = next(o.usage.get(name, 0) for o in jm.options if o.size == size)
+                return (f"queue {row.queue}: {name} max {queue.max.get(name)}, in use {used}, "
+                        f"job needs {need}")
+    return blocker

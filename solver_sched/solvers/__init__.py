@@ -1,0 +1,1 @@
+"""Backends that solve the LinearModel (CP-SAT, MILP) and the greedy heuristic."""

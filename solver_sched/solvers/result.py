@@ -1,0 +1,46 @@
+"""What a backend returns: an Assignment (sizes and per-class counts) and its statistics."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+
+
+class SolveStatus(str, Enum):
+    OPTIMAL = "OPTIMAL"
+    FEASIBLE = "FEASIBLE"
+    INFEASIBLE = "INFEASIBLE"
+    NO_SOLUTION = "NO_SOLUTION"  # none found within the time limit
+    HEURISTIC = "HEURISTIC"  # greedy: feasible, no optimality claim
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """Job sizes, pods per (job, shape, class), and concrete nodes where a backend chose them."""
+
+    sizes: Mapping[str, int]
+    counts: Mapping[tuple[str, int, int], int] = field(default_factory=dict)
+    nodes: Mapping[str, str] | None = None  # pod -> node (greedy places concretely)
+
+
+@dataclass(frozen=True)
+class SolveStats:
+    backend: str
+    status: SolveStatus
+    objective: float | None = None
+    bound: float | None = None
+    seconds: float = 0.0
+    detail: str = ""
+
+    @property
+    def gap(self) -> float | None:
+        if self.objective is None or self.bound is None:
+            return None
+        return abs(self.bound - self.objective) / max(1.0, abs(self.bound))
+
+
+@dataclass(frozen=True)
+class SolveResult:
+    assignment: Assignment | None
+    stats: SolveStats
