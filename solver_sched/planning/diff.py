@@ -27,15 +27,13 @@ def diff(snapshot: ClusterSnapshot, st: PlanState, now: datetime, notes: list[st
         jm = models.get(name)
         current = len(snapshot.running_pods(job))
         planned = st.size.get(name, current)
+        reason = ""
         if planned < current:
             pods = change_to(snapshot, job, planned).evict
             beneficiaries = sorted({j for p in pods for j in bound_on.get(p.node_name or "", ())})
-            evictions.append(EvictJob(
-                job=name,
-                pods=tuple(p.name for p in pods),
-                reason=_evict_reason(snapshot, name, current, planned, beneficiaries, jm is not None
-                                     and not jm.running_ok),
-            ))
+            reason = _evict_reason(snapshot, name, current, planned, beneficiaries,
+                                   jm is not None and not jm.running_ok)
+            evictions.append(EvictJob(job=name, pods=tuple(p.name for p in pods), reason=reason))
         queue = jm.queue if jm else snapshot.quota.leaf_for(job.namespace)
         outcomes.append(JobOutcome(
             name=name,
@@ -46,7 +44,7 @@ def diff(snapshot: ClusterSnapshot, st: PlanState, now: datetime, notes: list[st
             allowed_sizes=job.allowed_sizes() if not job.invalid else (),
             current=current,
             planned=planned,
-            reason=explain(st, job, jm, planned, now),
+            reason=reason or explain(st, job, jm, planned, now),
         ))
     return Plan(binds=binds, evictions=tuple(evictions), jobs=tuple(outcomes), notes=tuple(notes))
 

@@ -38,20 +38,19 @@ def explain(st: PlanState, job: Job, jm: JobModel | None, planned: int, now: dat
         pod = missing[0]
         room = sum(res.how_many_fit(pod.requests, st.nodes.free[n])
                    for n in st.nodes.feasible(pod))
-        prefix = "needs" if planned == 0 else f"size {target} needs {len(missing)} more:"
-        count = f"{len(missing)} x " if planned == 0 else ""
-        if room >= len(missing):
-            return (f"{prefix} {count}{res.fmt(pod.requests)}, room for {room} but only by "
-                    f"preempting work it may not preempt")
+        n = len(missing)
+        head = f"needs {n} x " if planned == 0 else f"size {target} needs {n} more x "
         gpus = pod.requests.get(res.GPU, 0)
         if gpus:
             free = sum(max(0, st.nodes.free[n].get(res.GPU, 0)) for n in st.nodes.feasible(pod))
-            per_node = "" if room * gpus == free else f" (room for {room} such pods)"
-            return f"{prefix} {count or ''}{res.GPU}={gpus} each, {free} free on schedulable " \
-                   f"nodes{per_node}" if not count else \
-                   f"needs {len(missing)} x {res.GPU}={gpus}, {free} free on schedulable nodes" \
-                   f"{per_node}"
-        return f"{prefix} {count}{res.fmt(pod.requests)}, room for {room} on schedulable nodes"
+            what, tail = f"{res.GPU}={gpus}", f"{free} free on schedulable nodes"
+            if room * gpus != free:
+                tail += f", room for {room} such pods"
+        else:
+            what, tail = res.fmt(pod.requests), f"room for {room} on schedulable nodes"
+        if room >= n:
+            return f"{head}{what}: room for {room}, but only by preempting work it may not preempt"
+        return f"{head}{what}, {tail}"
     return "held back by the objective (capacity kept for higher-priority or guaranteed work)"
 
 

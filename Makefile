@@ -1,0 +1,37 @@
+# The two commands of the quick start: `make run` and `make test`. Both install what they need
+# into .venv first (Python packages pinned in pyproject.toml).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+NOW := 2026-01-01T12:00:00Z
+SEEDS := gang-8-on-5 elastic-fill guaranteed-preempts-elastic cooldown quota-max-jobs
+
+.PHONY: run test lint unit install clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP)
+	@for s in $(SEEDS); do \
+	  echo; echo "=== models/$$s.yaml"; sed -n '/^#/!q;s/^# \{0,1\}/  /p' models/$$s.yaml; echo; \
+	  $(BIN)/solver-sched whatif models/$$s.yaml --now $(NOW) || exit $$?; \
+	done
+
+lint: $(STAMP)
+	$(BIN)/ruff check solver_sched tests benchmarks models
+	$(BIN)/mypy solver_sched
+
+unit: $(STAMP)
+	$(BIN)/pytest -m "not integration"
+
+test: lint
+	$(BIN)/pytest
+
+clean:
+	rm -rf $(VENV) .cache .pytest_cache .mypy_cache .ruff_cache
