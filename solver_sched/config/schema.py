@@ -54,6 +54,13 @@ class ObjectiveWeights(_Strict):
     )
     tiers: tuple[PriorityTier, ...] = Field(default=(), description="explicit priority tiers")
     gang_break: int = Field(default=500, alias="gangBreak", ge=0, le=10**9)
+    quota_min: int = Field(
+        default=20000,
+        alias="quotaMin",
+        ge=0,
+        le=10**9,
+        description="per GPU of a queue's min in use: reclaim outranks priority across queues",
+    )
     waiting: int = Field(default=1, ge=0, le=10**6, description="per hour a placed gang waited")
     waiting_cap_hours: int = Field(default=48, alias="waitingCapHours", ge=0, le=10**4)
     elastic: int = Field(default=100, ge=0, le=10**6, description="per elastic unit placed")

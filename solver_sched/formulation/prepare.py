@@ -109,6 +109,7 @@ def prepare(
         eviction_weight=weights.elastic_eviction,
         packing_weight=weights.packing,
         waiting_weight=weights.waiting,
+        quota_min_weight=weights.quota_min,
         shape_of=shapes_of,
         class_of=class_of,
         reasons=reasons,
@@ -451,7 +452,10 @@ def _quota_rows(
         jobs_cap = None
         if q.max_jobs is not None:
             jobs_cap = max(q.max_jobs, now_total.get(MAX_JOBS, 0)) - fixed.get(MAX_JOBS, 0)
-        rows.append(QuotaRow(name, tuple(members[name]), cap, floor, jobs_cap, fixed))
+        min_gpus = 0
+        if q.namespaces:
+            min_gpus = max(0, q.min.get(res.GPU, 0) - fixed.get(res.GPU, 0))
+        rows.append(QuotaRow(name, tuple(members[name]), cap, floor, jobs_cap, fixed, min_gpus))
     return tuple(rows)
 
 

@@ -74,6 +74,7 @@ class QuotaRow:
     floor: Resources  # and >= floor (reclaim never pushes a borrowing queue below its min)
     jobs_cap: int | None  # running member jobs <= jobs_cap
     fixed: Resources = field(default_factory=dict)  # usage held by pods outside the model
+    min_gpus: int = 0  # GPUs of the queue's min that member jobs can still cover (leaves only)
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,7 @@ class Problem:
     eviction_weight: int
     packing_weight: int
     waiting_weight: int
+    quota_min_weight: int
     shape_of: Mapping[str, int] = field(default_factory=dict)  # pending pod -> shape id
     class_of: Mapping[str, int] = field(default_factory=dict)  # schedulable node -> class id
     reasons: Mapping[str, str] = field(default_factory=dict)  # static reasons found while preparing

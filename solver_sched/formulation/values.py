@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from solver_sched.domain.resources import GPU
 from solver_sched.formulation.build import Built
 from solver_sched.formulation.prepare import ANY_START
 from solver_sched.formulation.problem import Problem
@@ -42,6 +43,15 @@ def to_values(
         if v.w and run[j] and not any(values[var] for (jj, _), var in v.w.items() if jj == j):
             k = jm.clusters[0] if jm.clusters else problem.clusters[0]
             values[v.w[(j, k)]] = 1
+    for r, var in v.u.items():
+        row = problem.quotas[r]
+        used = sum(
+            o.usage.get(GPU, 0)
+            for j in row.jobs
+            for o in problem.jobs[j].options
+            if o.size == sizes.get(problem.jobs[j].name, 0)
+        )
+        values[var] = min(model.ub[var], used)
     for key, var in built.triggers.items():
         starters = problem.triggers.get(key if key != ANY_START else ANY_START, ())
         values[var] = int(any(run[h] for h in starters))

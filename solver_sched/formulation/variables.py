@@ -3,6 +3,7 @@
 - ``y[job,size]`` in {0,1}: the job ends the cycle at this size (size 0 included, exactly one holds).
 - ``x[job,shape,class]`` integer: pending pods of this shape bound into this node class.
 - ``w[job,cluster]`` in {0,1}: the cluster a gang runs on (only when there are several clusters).
+- ``u[queue]`` integer: GPUs of a leaf queue's min covered by its jobs (drives reclaim).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ class Vars:
     y: list[list[int]] = field(default_factory=list)  # per job, per option
     x: dict[tuple[int, int, int], int] = field(default_factory=dict)  # (job, shape, class) -> var
     w: dict[tuple[int, str], int] = field(default_factory=dict)
+    u: dict[int, int] = field(default_factory=dict)  # quota row -> GPUs of its min in use
 
     def x_of_job(self, j: int) -> list[tuple[int, int, int]]:
         return [k for k in self.x if k[0] == j]
@@ -41,4 +43,7 @@ def create(problem: Problem, model: LinearModel) -> Vars:
         if len(problem.clusters) > 1:
             for k in sorted(allowed_clusters):
                 v.w[(j, k)] = model.var(f"w[{jm.name},{k}]", 0, 1)
+    for r, row in enumerate(problem.quotas):
+        if row.min_gpus > 0:
+            v.u[r] = model.var(f"u[{row.queue}]", 0, row.min_gpus)
     return v

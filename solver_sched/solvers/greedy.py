@@ -67,10 +67,10 @@ def _start_with_victims(st: PlanState, j: int, target: int, fired: set[str],
         if v != j and jobs[v].running_ok and st.size[jobs[v].name] > 0
         and fired.intersection(jobs[v].break_needs)
     ]
-    for v in shrinkable:
-        smallest = jobs[v].options[1].size
-        if st.resize(v, smallest) and st.resize(j, target):
-            return True
+    for v in shrinkable:  # one allowed size at a time: take back no more than needed
+        for o in sorted(jobs[v].options[1:], key=lambda o: -o.size):
+            if o.size < st.size[jobs[v].name] and st.resize(v, o.size) and st.resize(j, target):
+                return True
     for v in breakable:
         if st.resize(v, 0) and st.resize(j, target):
             return True

@@ -4,11 +4,16 @@ For each queue q and resource r with a max: sum_{j in q} sum_s usage[j,s,r] y[j,
 (max minus usage fixed outside the model; never below today's usage, so a lowered max stops growth
 without forcing evictions). Running jobs: sum_{j in q} run_j <= jobs_cap[q]. A borrowing queue keeps
 its min when others reclaim: sum usage >= floor[q,r].
+
+Reclaim is also valued: u[q] <= sum_{j in q} gpus[j,s] y[j,s] with u[q] <= min[q] counts the GPUs of
+each leaf's min in use, and the guaranteed band rewards quota_min_weight * u[q]. A queue below its
+min therefore wins capacity back from borrowing queues even against higher priorities there.
 """
 
 from __future__ import annotations
 
 from solver_sched.domain.quota import MAX_JOBS
+from solver_sched.domain.resources import GPU
 from solver_sched.formulation.linear import LinearModel, Terms
 from solver_sched.formulation.problem import Problem
 from solver_sched.formulation.variables import Vars
@@ -24,13 +29,17 @@ def _usage(problem: Problem, v: Vars, members: tuple[int, ...], r: str) -> Terms
 
 
 def add(problem: Problem, model: LinearModel, v: Vars) -> None:
-    for row in problem.quotas:
+    for index, row in enumerate(problem.quotas):
         for r, cap in sorted(row.cap.items()):
             if r != MAX_JOBS:
                 model.add(f"quota[{row.queue},{r}]", _usage(problem, v, row.jobs, r), None, cap)
         for r, floor in sorted(row.floor.items()):
             if r != MAX_JOBS and floor > 0:
                 model.add(f"quota_min[{row.queue},{r}]", _usage(problem, v, row.jobs, r), floor, None)
+        if (r_u := v.u.get(index)) is not None:
+            terms = [(r_u, 1)] + [(y, -c) for y, c in _usage(problem, v, row.jobs, GPU)]
+            model.add(f"quota_min_used[{row.queue}]", terms, None, 0)
+            model.term("guaranteed", "quota_min", [(r_u, problem.quota_min_weight)])
         if row.jobs_cap is not None:
             runs = [(y, 1) for j in row.jobs for y in v.y[j][1:]]
             model.add(f"quota[{row.queue},{MAX_JOBS}]", runs, None, row.jobs_cap)

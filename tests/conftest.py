@@ -1,0 +1,1 @@
+"""Shared fixtures; integration fixtures (real kube-apiserver) live in tests/integration/."""

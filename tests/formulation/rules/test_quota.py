@@ -1,0 +1,104 @@
+"""Rule 3: queue max per resource at every level, max running jobs, min and reclaim."""
+
+from typing import Any
+
+import pytest
+
+from tests.support.builders import gang, node, plan, quota_tree, snapshot, workers_after
+
+BACKENDS = ["cpsat", "milp", "greedy"]
+
+
+def tree(a: dict[str, Any], b: dict[str, Any], root_max: str = "64") -> dict[str, Any]:
+    return quota_tree({
+        "name": "root", "max": {"nvidia.com/gpu": root_max},
+        "children": [
+            {"name": "org", "max": {"nvidia.com/gpu": root_max}, "children": [
+                {"name": "team-a", "namespaces": ["team-a"], **a},
+                {"name": "team-b", "namespaces": ["team-b"], **b},
+            ]},
+        ],
+    })
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_leaf_max_caps_gpus(backend: str) -> None:
+    snap = snapshot(node("n", gpus=16), tree({"max": {"nvidia.com/gpu": "4"}}, {}),
+                    gang("g1", 4, namespace="team-a"), gang("g2", 2, namespace="team-a"))
+    result = plan(snap, backend)
+    after = workers_after(snap, result.plan)
+    assert after["team-a/g1"] + after["team-a/g2"] in (4, 2)
+    assert after["team-a/g1"] == 4
+    row = next(j for j in result.plan.jobs if j.name == "team-a/g2")
+    assert "queue team-a: nvidia.com/gpu max 4, in use 4" in row.reason
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_parent_max_binds_even_when_leaves_have_room(backend: str) -> None:
+    snap = snapshot(node("n", gpus=16), tree({}, {}, root_max="6"),
+                    gang("a", 4, namespace="team-a"), gang("b", 4, namespace="team-b"))
+    after = workers_after(snap, plan(snap, backend).plan)
+    assert sorted(after.values()) == [0, 4]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_max_jobs(backend: str) -> None:
+    snap = snapshot(node("n", gpus=16), tree({"max": {"kube-queue/max-jobs": "1"}}, {}),
+                    gang("g1", 2, namespace="team-a"), gang("g2", 2, namespace="team-a"),
+                    gang("g3", 2, namespace="team-b"))
+    result = plan(snap, backend)
+    after = workers_after(snap, result.plan)
+    assert after["team-a/g1"] + after["team-a/g2"] == 2
+    assert after["team-b/g3"] == 2
+    blocked = next(j for j in result.plan.jobs if j.planned == 0)
+    assert "kube-queue/max-jobs 1, running 1" in blocked.reason
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_namespaces_in_no_queue_share_an_unlimited_queue(backend: str) -> None:
+    snap = snapshot(node("n", gpus=16), tree({"max": {"nvidia.com/gpu": "1"}}, {}),
+                    gang("g", 8, namespace="elsewhere"))
+    assert workers_after(snap, plan(snap, backend).plan)["elsewhere/g"] == 8
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_queue_below_min_reclaims_borrowed_capacity(backend: str) -> None:
+    # team-b borrows: min 4, running 8 (two 4-GPU gangs). team-a (min 8) is idle and submits 4.
+    snap = snapshot(
+        node("n", gpus=8),
+        tree({"min": {"nvidia.com/gpu": "8"}}, {"min": {"nvidia.com/gpu": "4"}}),
+        gang("b1", 4, namespace="team-b", running_on=["n"] * 4, priority=100),
+        gang("b2", 4, namespace="team-b", running_on=["n"] * 4, priority=100),
+        gang("a1", 4, namespace="team-a", priority=0),
+    )
+    result = plan(snap, backend)
+    after = workers_after(snap, result.plan)
+    assert after["team-a/a1"] == 4
+    assert after["team-b/b1"] + after["team-b/b2"] == 4  # reclaimed down to its min, not below
+    assert len(result.plan.evictions) == 1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_reclaim_never_pushes_a_queue_below_its_min(backend: str) -> None:
+    # team-b runs exactly its min: team-a's pending gang may not take it.
+    snap = snapshot(
+        node("n", gpus=8),
+        tree({"min": {"nvidia.com/gpu": "4"}}, {"min": {"nvidia.com/gpu": "8"}}),
+        gang("b1", 8, namespace="team-b", running_on=["n"] * 8),
+        gang("a1", 4, namespace="team-a", priority=1000),
+    )
+    result = plan(snap, backend)
+    assert result.plan.evictions == ()
+    assert workers_after(snap, result.plan)["team-a/a1"] == 0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_invalid_queue_makes_its_jobs_unusable_and_others_still_plan(backend: str) -> None:
+    bad = {"min": {"nvidia.com/gpu": "8"}, "max": {"nvidia.com/gpu": "4"}}
+    snap = snapshot(node("n", gpus=16), tree(bad, {}),
+                    gang("a", 2, namespace="team-a"), gang("b", 2, namespace="team-b"))
+    result = plan(snap, backend)
+    after = workers_after(snap, result.plan)
+    assert after == {"team-a/a": 0, "team-b/b": 2}
+    row = next(j for j in result.plan.jobs if j.name == "team-a/a")
+    assert "ElasticQuotaTree" in row.reason and "min.nvidia.com/gpu" in row.reason

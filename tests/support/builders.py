@@ -1,0 +1,54 @@
+"""Keyword builders for tests: Kubernetes manifests go through the real loader, so every test also
+exercises the edge the CLI and controller use."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from solver_sched.config.schema import SchedulerConfig, Settings
+from solver_sched.cycle import CycleResult, run_cycle
+from solver_sched.domain.plan import Plan
+from solver_sched.domain.snapshot import ClusterSnapshot
+from solver_sched.io import manifests as m
+from solver_sched.io.kube_snapshot import snapshot_from_objects
+
+NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+node, pod, gang, pod_group, quota_tree = m.node, m.pod, m.gang, m.pod_group, m.quota_tree
+
+
+def other(name: str, node_name: str, gpus: int, namespace: str = "infra") -> dict[str, Any]:
+    """A running pod of another scheduler: consumes capacity, never ours to touch."""
+    return m.pod(name, gpus=gpus, node_name=node_name, scheduler="default-scheduler",
+                 namespace=namespace)
+
+
+def snapshot(*groups: dict[str, Any] | list[dict[str, Any]]) -> ClusterSnapshot:
+    objs: list[dict[str, Any]] = []
+    for g in groups:
+        objs.extend(g if isinstance(g, list) else [g])
+    return snapshot_from_objects(objs)
+
+
+def config(**settings: Any) -> SchedulerConfig:
+    base = {"time_limit_seconds": 10.0, "workers": 1, "random_seed": 0}
+    base.update(settings)
+    return SchedulerConfig(settings=Settings(**base))
+
+
+def plan(snap: ClusterSnapshot, backend: str = "cpsat", now: datetime = NOW,
+         cfg: SchedulerConfig | None = None) -> CycleResult:
+    return run_cycle(snap, cfg or config(), now, backend)
+
+
+def workers_after(snap: ClusterSnapshot, p: Plan) -> dict[str, int]:
+    """Pods per job after the plan, counted from the snapshot and the plan's actions only."""
+    evicted = {name for e in p.evictions for name in e.pods}
+    bound = {b.pod for b in p.binds}
+    out = {}
+    for name, job in snap.jobs.items():
+        out[name] = sum(
+            1 for pn in job.pods
+            if (snap.pods[pn].bound and pn not in evicted) or pn in bound
+        )
+    return out
