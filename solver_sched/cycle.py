@@ -67,7 +67,8 @@ def run_cycle(
         greedy = solve_greedy(snapshot, problem)
         hint = to_values(problem, built, greedy.sizes, greedy.counts)
     with timer("solve"):
-        stats, solved = _solve(backend, problem, built, hint, limit, s.workers, s.random_seed)
+        stats, solved = _solve(backend, problem, built, hint, limit, s.workers, s.random_seed,
+                               s.linearization_level)
     with timer("plan"):
         candidates = [("greedy", greedy)] + ([(backend, solved)] if solved else [])
         best = None
@@ -100,13 +101,13 @@ def run_cycle(
 
 def _solve(
     backend: str, problem: Problem, built: Built, hint: list[int] | None, limit: float,
-    workers: int, seed: int,
+    workers: int, seed: int, linearization_level: int,
 ) -> tuple[SolveStats, Assignment | None]:
     if backend == "greedy":
         return SolveStats("greedy", SolveStatus.HEURISTIC), None
     if backend == "cpsat":
-        status, values, obj, bound, secs, detail = solve_cpsat(built.model, hint, limit, workers,
-                                                                seed)
+        status, values, obj, bound, secs, detail = solve_cpsat(
+            built.model, hint, limit, workers, seed, linearization_level)
     elif backend == "milp":
         status, values, obj, bound, secs, detail = solve_milp(built.model, limit, workers)
     else:

@@ -80,6 +80,9 @@ class Call:
                     o["spec"]["tolerations"] = [dict(TOLERATION)]
         return objs
 
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:  # hypothesis's printer
+        printer.text(repr(self))
+
     def __repr__(self) -> str:
         parts = [_fmt(a) for a in self.args] + [f"{k}={_fmt(v)}" for k, v in self.kwargs]
         text = f"{self.fn}({', '.join(parts)})"
@@ -95,6 +98,9 @@ class Scenario:
 
     def snapshot(self) -> ClusterSnapshot:
         return snapshot(self.objects())
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(repr(self))
 
     def __repr__(self) -> str:
         body = ",\n    ".join(repr(c) for c in self.calls)
@@ -112,7 +118,7 @@ def clusters(draw: st.DrawFn) -> Scenario:
     free_slots: dict[str, int] = {}
     for i in range(draw(st.integers(1, 4))):
         name = f"n{i}"
-        gpus = draw(st.integers(0, 8))
+        gpus = draw(st.sampled_from([0, 1, 2, 3, 4, 4, 6, 8, 8, 8]))
         cordoned = draw(st.integers(0, 5)) == 0
         tainted = draw(st.integers(0, 4)) == 0
         calls.append(_call("node", name, gpus=gpus, unschedulable=cordoned or None,
@@ -129,18 +135,26 @@ def clusters(draw: st.DrawFn) -> Scenario:
         free_slots[where] -= 1
         return where
 
+    with_quota = draw(st.booleans())
+    namespaces = ["default", "team-a", "team-b"] if with_quota else ["default"]
     for i in range(draw(st.integers(0, 3))):  # other schedulers' pods
         gpus = draw(st.integers(0, 4))
         where = place(gpus, overcommit=draw(st.integers(0, 9)) == 0)  # rarely: intended overcommit
         if where is not None:
-            calls.append(_call("other", f"sys-{i}", where, gpus))
-
-    with_quota = draw(st.booleans())
-    namespaces = ["default", "team-a", "team-b"] if with_quota else ["default"]
+            ns = draw(st.sampled_from(["infra", *namespaces[1:]]))  # may count against a queue
+            calls.append(_call("other", f"sys-{i}", where, gpus, namespace=None if ns == "infra"
+                               else ns))
+    for i in range(draw(st.sampled_from([0, 0, 0, 1, 2]))):  # pods of ours without a PodGroup
+        gpus = draw(st.sampled_from([0, 1, 2]))
+        where = place(gpus) if draw(st.booleans()) else None
+        calls.append(_call("pod", f"solo-{i}", namespace=draw(st.sampled_from(namespaces)),
+                           gpus=gpus, node_name=where,
+                           priority=draw(st.sampled_from([None, 0, 100, 1000]))))
     for i in range(draw(st.integers(1, 5))):
         workers = draw(st.integers(1, 8))
-        gpus = draw(st.integers(1, 4))
-        kind = draw(st.sampled_from(["rigid", "rigid", "elastic", "elastic-p2"]))
+        gpus = draw(st.sampled_from([1, 1, 2, 2, 3, 4]))
+        kind = draw(st.sampled_from(["rigid"] * 4 + ["elastic"] * 4 + ["elastic-p2"] * 3
+                                    + ["invalid", "short"]))
         min_member = max_member = policy = None
         if kind == "elastic":
             min_member = draw(st.integers(1, workers))
@@ -150,19 +164,24 @@ def clusters(draw: st.DrawFn) -> Scenario:
             min_member = draw(st.sampled_from([s for s in (1, 2, 4, 8) if s <= workers]))
             max_member = draw(st.integers(min_member, workers + 1))
             policy = "power-of-two"
+        elif kind == "invalid":  # the loader marks the job invalid: it must not be touched
+            min_member, max_member, policy = draw(st.sampled_from([
+                (3, 4, "power-of-two"), (2, 1, None), (workers, workers, "sometimes")]))
+        elif kind == "short":  # minMember above the pods that exist (some not created yet)
+            min_member = workers + 1
         elif draw(st.integers(0, 4)) == 0:
             min_member = draw(st.integers(1, workers))  # rigid, fewer than its pods (spares)
         lo = min_member or workers
         hi = max(lo, max_member or lo)
         sizes = [s for s in range(lo, min(hi, workers) + 1)
                  if policy != "power-of-two" or s & (s - 1) == 0]
-        how = draw(st.sampled_from(["pending", "pending", "allowed", "allowed", "any"]))
+        how = draw(st.sampled_from(["pending"] * 3 + ["allowed"] * 3 + ["any"]))
         running = 0
         if how == "allowed" and sizes:
             running = draw(st.sampled_from(sizes))
         elif how == "any":
             running = draw(st.integers(0, workers))  # a partial gang or an irregular size
-        prefix = draw(st.integers(0, 3)) > 0  # else a random subset of workers runs
+        prefix = draw(st.integers(0, 5)) > 0  # else a random subset of workers runs
         chosen = list(range(running)) if prefix else sorted(
             draw(st.lists(st.integers(0, workers - 1), min_size=running, max_size=running,
                           unique=True)))
@@ -187,14 +206,17 @@ def clusters(draw: st.DrawFn) -> Scenario:
     if with_quota:
         leaves = []
         for team in ("team-a", "team-b"):
-            mx: dict[str, str] = {GPU: str(draw(st.integers(0, 16)))}
+            mx: dict[str, str] = {GPU: str(draw(st.sampled_from([0, 1, 2, 4, 6, 8, 12, 16])))}
             if draw(st.booleans()):
                 mx["kube-queue/max-jobs"] = str(draw(st.integers(1, 3)))
             leaf: dict[str, Any] = {"name": team, "namespaces": [team], "max": mx}
             if draw(st.booleans()):
                 leaf["min"] = {GPU: str(draw(st.integers(0, int(mx[GPU]))))}
             leaves.append(leaf)
-        calls.insert(0, _call("quota_tree", {"name": "root", "children": leaves}))
+        root: dict[str, Any] = {"name": "root", "children": leaves}
+        if draw(st.integers(0, 3)) == 0:
+            root["max"] = {GPU: str(draw(st.sampled_from([2, 4, 8, 16])))}
+        calls.insert(0, _call("quota_tree", root))
     return Scenario(tuple(calls))
 
 

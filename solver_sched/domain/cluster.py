@@ -57,6 +57,7 @@ class Pod:
     order: tuple[int, int, str] = (0, 0, "")
     created: datetime | None = None
     cluster: str = DEFAULT_CLUSTER
+    invalid: str | None = None  # e.g. unparsable requests: its job is not planned
 
     @property
     def terminated(self) -> bool:

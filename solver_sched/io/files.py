@@ -19,6 +19,8 @@ def load_objects(paths: list[Path]) -> list[dict[str, Any]]:
             text = path.read_text()
         except OSError as exc:
             raise InputFileError(f"{path}: {exc.strerror or exc}") from None
+        except UnicodeDecodeError as exc:
+            raise InputFileError(f"{path}: not a text file ({exc.reason})") from None
         try:
             docs = list(yaml.safe_load_all(text))
         except yaml.YAMLError as exc:
@@ -33,7 +35,7 @@ def _flatten(doc: object, path: Path) -> list[dict[str, Any]]:
         return []
     if not isinstance(doc, dict):
         raise InputFileError(f"{path}: expected Kubernetes objects, found a {type(doc).__name__}")
-    if doc.get("kind", "").endswith("List") and isinstance(doc.get("items"), list):
+    if str(doc.get("kind") or "").endswith("List") and isinstance(doc.get("items"), list):
         out = []
         for item in doc["items"]:
             out.extend(_flatten(item, path))

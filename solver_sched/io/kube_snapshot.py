@@ -89,12 +89,13 @@ def snapshot_from_objects(
     for raw in by_kind["PodGroup"]:
         pg = _parse(b, PodGroupObj, raw)
         if pg:
-            groups[(_api_group(pg.api_version), pg.metadata.namespace, pg.metadata.name)] = pg
+            ns = pg.metadata.namespace or "default"
+            groups[(_api_group(pg.api_version), ns, pg.metadata.name)] = pg
     pytorch = {}
     for raw in by_kind["PyTorchJob"]:
         pj = _parse(b, PyTorchJobObj, raw)
         if pj:
-            pytorch[(pj.metadata.namespace, pj.metadata.name)] = pj
+            pytorch[(pj.metadata.namespace or "default", pj.metadata.name)] = pj
     jobs = _jobs(b, pods, groups, pytorch)
     job_of = {p: name for name, job in jobs.items() for p in job.pods}
     pods = {n: replace(p, job=job_of[n]) if job_of.get(n, p.job) != p.job else p
@@ -113,11 +114,12 @@ def _parse(b: _Build, model: type[M], raw: dict[str, Any]) -> M | None:
     try:
         return model.model_validate(raw)
     except ValidationError as exc:
-        meta = raw.get("metadata") or {}
-        name = "/".join(x for x in (meta.get("namespace"), meta.get("name")) if x) or "(unnamed)"
+        meta = raw.get("metadata")
+        meta = meta if isinstance(meta, dict) else {}
+        name = "/".join(str(x) for x in (meta.get("namespace"), meta.get("name")) if x)
         for err in exc.errors()[:3]:
             loc = ".".join(str(p) for p in err["loc"])
-            b.error(f"{raw.get('kind', 'object')} {name}", loc, err["msg"])
+            b.error(f"{raw.get('kind', 'object')} {name or '(unnamed)'}", loc, err["msg"])
         return None
 
 
@@ -143,7 +145,8 @@ def _node(b: _Build, raw: dict[str, Any]) -> Node | None:
     if n is None:
         return None
     obj = f"Node {n.metadata.name}"
-    alloc = _resources(b, obj, "status.allocatable", n.status.allocatable or n.status.capacity)
+    source = "status.allocatable" if n.status.allocatable else "status.capacity"
+    alloc = _resources(b, obj, source, n.status.allocatable or n.status.capacity)
     invalid = alloc if isinstance(alloc, str) else None
     taints = tuple(Taint(t.key, t.value, t.effect) for t in n.spec.taints)
     return Node(
@@ -161,9 +164,13 @@ def _node(b: _Build, raw: dict[str, Any]) -> Node | None:
 
 
 def _container_requests(b: _Build, obj: str, fld: str, c: Container) -> dict[str, int] | str:
-    merged: dict[str, Any] = dict(c.resources.limits)  # requests default to limits
-    merged.update(c.resources.requests)
-    return _resources(b, obj, fld, merged)
+    limits = _resources(b, obj, f"{fld}.limits", c.resources.limits)
+    requests = _resources(b, obj, f"{fld}.requests", c.resources.requests)
+    if isinstance(limits, str):
+        return limits
+    if isinstance(requests, str):
+        return requests
+    return {**limits, **requests}  # a request defaults to its limit
 
 
 def _pod_requests(b: _Build, obj: str, p: PodObj) -> dict[str, int] | str:
@@ -251,14 +258,8 @@ def _pod(b: _Build, raw: dict[str, Any]) -> Pod | None:
         order=_order(p),
         created=p.metadata.creation_timestamp,
         cluster=p.metadata.labels.get(CLUSTER_LABEL, "default"),
-    ) if isinstance(requests, dict) else _invalid_pod(name, ns, p, requests)
-
-
-def _invalid_pod(name: str, ns: str, p: PodObj, reason: str) -> Pod:
-    """A pod whose requests cannot be read: kept so its job can be reported, never bound."""
-    return Pod(name=name, namespace=ns, requests={res.PODS: 1}, job=f"!invalid:{reason}|{name}",
-               scheduler_name=p.spec.scheduler_name, node_name=p.spec.node_name,
-               phase=PodPhase.UNKNOWN if p.spec.node_name is None else PodPhase.RUNNING)
+        invalid=requests if isinstance(requests, str) else None,
+    )
 
 
 def _group_key(p: PodObj) -> str | None:
@@ -320,9 +321,22 @@ def _job(
         created=created,
         cluster=None,
     )
-    if key.startswith("!invalid:"):
-        reason, _, pod = key[len("!invalid:"):].rpartition("|")
-        return Job(name=pod, source=f"Pod {pod}", invalid=reason, **base)
+    job = _job_definition(b, key, plist, groups, pytorch, base)
+    bad_pod = next((p.invalid for p in plist if p.invalid), None)
+    if bad_pod and not job.invalid:
+        return replace(job, invalid=bad_pod)
+    return job
+
+
+def _job_definition(
+    b: _Build,
+    key: str,
+    plist: list[Pod],
+    groups: dict[tuple[str, str, str], PodGroupObj],
+    pytorch: dict[tuple[str, str], PyTorchJobObj],
+    base: dict[str, Any],
+) -> Job:
+    first = plist[0]
     if ":" not in key:
         return Job(name=key, source=f"Pod {key}", **base)
     kind, _, ref = key.partition(":")
@@ -372,10 +386,13 @@ def _from_podgroup(
                                                            f"got {min_member!r}"), **base)
     anns = pg.metadata.annotations
     max_member: int = min_member
-    pj = pytorch.get((pg.metadata.namespace, pg.metadata.name))
-    if f"{ANN}max-member" not in anns and pj and pj.spec.elastic_policy:
-        min_member, max_member, _ = _pytorch_range(pj, min_member)
+    pj = pytorch.get((pg.metadata.namespace or "default", pg.metadata.name))
     invalid = None
+    if f"{ANN}max-member" not in anns and pj and pj.spec.elastic_policy:
+        min_member, max_member, src = _pytorch_range(pj, min_member)
+        if max_member < min_member:
+            invalid = b.error(src, "spec.elasticPolicy",
+                              f"maxReplicas {max_member} < minReplicas {min_member}")
     if f"{ANN}max-member" in anns:
         text = anns[f"{ANN}max-member"]
         if not text.strip().isdigit():
@@ -384,8 +401,8 @@ def _from_podgroup(
         else:
             max_member = int(text)
             if max_member < min_member:
-                invalid = b.error(obj, f"{ANN}max-member",
-                                  f"{max_member} < {fld.split('.')[-1]} {min_member}")
+                invalid = b.error(obj, f"metadata.annotations[{ANN}max-member]",
+                                  f"{ANN}max-member {max_member} < {fld} {min_member}")
     policy = SizePolicy.ANY
     text = anns.get(f"{ANN}size-policy", "any")
     try:
@@ -423,7 +440,8 @@ def _from_podgroup(
 def _finish(b: _Build, job: Job) -> Job:
     if job.max_pods < job.min_pods:
         return replace(job, invalid=b.error(job.source, "spec.elasticPolicy",
-                                            "maxReplicas < minReplicas"))
+                                            f"maxReplicas {job.max_pods} < minReplicas "
+                                            f"{job.min_pods}"))
     return job
 
 

@@ -13,6 +13,9 @@ _SUFFIX = {
 _QUANTITY = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$")
 
 
+MAX_QUANTITY = 2**50  # 1 PiB of memory, 10^12 cores: keeps every model sum inside int64
+
+
 def parse_quantity(value: object, resource: str) -> int:
     """cpu -> millicores (rounded up), everything else -> integer units (rounded up).
 
@@ -24,10 +27,12 @@ def parse_quantity(value: object, resource: str) -> int:
         raise ValueError(f"invalid quantity {text!r}")
     try:
         number = Decimal(m.group(1)) * Decimal(_SUFFIX[m.group(2) or ""])
-    except InvalidOperation:
+        if resource == "cpu":
+            number *= 1000
+        if number < 0:
+            raise ValueError(f"negative quantity {text!r}")
+        if number > MAX_QUANTITY:
+            raise ValueError(f"quantity {text!r} out of range (max {MAX_QUANTITY})")
+        return int(math.ceil(number))
+    except (InvalidOperation, ArithmeticError):
         raise ValueError(f"invalid quantity {text!r}") from None
-    if number < 0:
-        raise ValueError(f"negative quantity {text!r}")
-    if resource == "cpu":
-        number *= 1000
-    return int(math.ceil(number))

@@ -24,6 +24,7 @@ def solve_cpsat(
     time_limit: float,
     workers: int,
     seed: int,
+    linearization_level: int = 2,
 ) -> tuple[SolveStatus, list[int] | None, float | None, float | None, float, str]:
     """Returns status, values, objective, bound, wall seconds and a detail line."""
     start = time.perf_counter()
@@ -49,6 +50,7 @@ def solve_cpsat(
     solver.parameters.max_time_in_seconds = max(0.01, time_limit)
     solver.parameters.num_workers = workers
     solver.parameters.random_seed = seed
+    solver.parameters.linearization_level = linearization_level
     solver.parameters.log_search_progress = False
     code = solver.solve(cp)
     status = _STATUS.get(code, SolveStatus.NO_SOLUTION)

@@ -1,0 +1,47 @@
+"""Rule 7: inside its cooldown a job does not scale out; it scales in only for a guaranteed gang."""
+
+from datetime import timedelta
+
+import pytest
+
+from tests.support.builders import NOW, gang, node, plan, snapshot, workers_after
+
+BACKENDS = ["cpsat", "milp", "greedy"]
+RESIZED = "2026-01-01T11:58:00Z"  # two minutes before NOW
+
+
+def elastic(**kw: object) -> list[dict[str, object]]:
+    return gang("el", 16, min_member=2, max_member=16, size_policy="power-of-two",
+                cooldown="10m", last_scale_time=RESIZED, **kw)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_no_scale_out_inside_cooldown(backend: str) -> None:
+    snap = snapshot(node("a", gpus=16), elastic(running_on=["a"] * 4))
+    result = plan(snap, backend)
+    assert result.plan.binds == ()
+    (row,) = result.plan.jobs
+    assert row.reason == "cooldown until 12:08:00"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_scale_out_after_cooldown(backend: str) -> None:
+    snap = snapshot(node("a", gpus=16), elastic(running_on=["a"] * 4))
+    result = plan(snap, backend, now=NOW + timedelta(minutes=9))
+    assert workers_after(snap, result.plan)["default/el"] == 16
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_scale_in_inside_cooldown_for_a_guaranteed_gang(backend: str) -> None:
+    snap = snapshot(node("a", gpus=8), elastic(running_on=["a"] * 8), gang("t", 4))
+    result = plan(snap, backend)
+    assert workers_after(snap, result.plan) == {"default/el": 4, "default/t": 4}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_no_scale_in_without_a_guaranteed_gang(backend: str) -> None:
+    # Another running elastic job wants to grow: elastic never takes from elastic.
+    snap = snapshot(node("a", gpus=8), node("b", gpus=1), elastic(running_on=["a"] * 8),
+                    gang("other", 8, min_member=1, max_member=8, running_on=["b"]))
+    result = plan(snap, backend)
+    assert result.plan.evictions == ()
