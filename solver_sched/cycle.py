@@ -67,8 +67,9 @@ def run_cycle(
         greedy = solve_greedy(snapshot, problem)
         hint = to_values(problem, built, greedy.sizes, greedy.counts)
     with timer("solve"):
-        stats, solved = _solve(backend, problem, built, hint, limit, s.workers, s.random_seed,
-                               s.linearization_level)
+        stats, solved = _solve(
+            backend, problem, built, hint, limit, s.workers, s.random_seed, s.linearization_level
+        )
     with timer("plan"):
         candidates = [("greedy", greedy)] + ([(backend, solved)] if solved else [])
         best = None
@@ -77,9 +78,9 @@ def run_cycle(
             notes += minimize_evictions(st)
             final = Assignment(dict(st.size), counts_of(snapshot, problem, st.placed))
             values = to_values(problem, built, final.sizes, final.counts)
-            value = built.model.objective_value(values) if values is not None else None
-            if value is None:
+            if values is None:
                 continue
+            value = built.model.objective_value(values)
             if best is None or value > best[0] or (value == best[0] and label != "greedy"):
                 best = (value, label, st, notes, values)
     violations: list[str] = []
@@ -94,20 +95,28 @@ def run_cycle(
             terms = built.model.evaluate(values)
             if violations:  # fail closed: never emit a plan the checker rejects
                 plan = Plan(jobs=plan.jobs, notes=("plan rejected by the checker", *violations))
-            stats = SolveStats(stats.backend, stats.status, float(value), stats.bound,
-                               stats.seconds, stats.detail)
+            stats = SolveStats(
+                stats.backend, stats.status, float(value), stats.bound, stats.seconds, stats.detail
+            )
     return CycleResult(plan, stats, terms, timer.phases, violations, chosen)
 
 
 def _solve(
-    backend: str, problem: Problem, built: Built, hint: list[int] | None, limit: float,
-    workers: int, seed: int, linearization_level: int,
+    backend: str,
+    problem: Problem,
+    built: Built,
+    hint: list[int] | None,
+    limit: float,
+    workers: int,
+    seed: int,
+    linearization_level: int,
 ) -> tuple[SolveStats, Assignment | None]:
     if backend == "greedy":
         return SolveStats("greedy", SolveStatus.HEURISTIC), None
     if backend == "cpsat":
         status, values, obj, bound, secs, detail = solve_cpsat(
-            built.model, hint, limit, workers, seed, linearization_level)
+            built.model, hint, limit, workers, seed, linearization_level
+        )
     elif backend == "milp":
         status, values, obj, bound, secs, detail = solve_milp(built.model, limit, workers)
     else:

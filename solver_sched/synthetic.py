@@ -39,26 +39,51 @@ def _tree(nodes: int) -> dict[str, Any]:
         leaves = []
         for leaf in range(4):
             i = p * 4 + leaf
-            leaves.append({
-                "name": f"team-{i:02d}", "namespaces": [f"team-{i:02d}"],
-                "min": {"nvidia.com/gpu": str(total // LEAVES)},
-                "max": {"nvidia.com/gpu": str(max(8, total // 4)),
-                        "kube-queue/max-jobs": str(max(4, nodes))},
-            })
-        parents.append({"name": f"org-{p}", "min": {"nvidia.com/gpu": str(total // 4)},
-                        "max": {"nvidia.com/gpu": str(max(8, total // 2))}, "children": leaves})
-    return m.quota_tree({"name": "root", "min": {"nvidia.com/gpu": str(total)},
-                         "max": {"nvidia.com/gpu": str(total)}, "children": parents})
+            leaves.append(
+                {
+                    "name": f"team-{i:02d}",
+                    "namespaces": [f"team-{i:02d}"],
+                    "min": {"nvidia.com/gpu": str(total // LEAVES)},
+                    "max": {
+                        "nvidia.com/gpu": str(max(8, total // 4)),
+                        "kube-queue/max-jobs": str(max(4, nodes)),
+                    },
+                }
+            )
+        parents.append(
+            {
+                "name": f"org-{p}",
+                "min": {"nvidia.com/gpu": str(total // 4)},
+                "max": {"nvidia.com/gpu": str(max(8, total // 2))},
+                "children": leaves,
+            }
+        )
+    return m.quota_tree(
+        {
+            "name": "root",
+            "min": {"nvidia.com/gpu": str(total)},
+            "max": {"nvidia.com/gpu": str(total)},
+            "children": parents,
+        }
+    )
 
 
-def synthetic_objects(nodes: int, running: int, pending: int, seed: int,
-                      now: datetime) -> list[dict[str, Any]]:
+def synthetic_objects(
+    nodes: int, running: int, pending: int, seed: int, now: datetime
+) -> list[dict[str, Any]]:
     rng = random.Random(seed)
     objs: list[dict[str, Any]] = [_tree(nodes)]
     free = []
     for i in range(nodes):
-        objs.append(m.node(f"node-{i:05d}", gpus=GPUS_PER_NODE, cpu="96", memory="1024Gi",
-                           labels={"pool": "a" if i % 2 else "b"}))
+        objs.append(
+            m.node(
+                f"node-{i:05d}",
+                gpus=GPUS_PER_NODE,
+                cpu="96",
+                memory="1024Gi",
+                labels={"pool": "a" if i % 2 else "b"},
+            )
+        )
         free.append(GPUS_PER_NODE)
     cursor = 0
     for k in range(running + pending):
@@ -74,8 +99,11 @@ def synthetic_objects(nodes: int, running: int, pending: int, seed: int,
         if elastic:
             minimum = rng.choice([p for p in (1, 2, 4) if p <= pods])
             maximum = minimum * rng.choice((2, 4, 8))
-            size = minimum if not is_running else rng.choice(
-                [s for s in (1, 2, 4, 8, 16, 32) if minimum <= s <= maximum])
+            size = (
+                minimum
+                if not is_running
+                else rng.choice([s for s in (1, 2, 4, 8, 16, 32) if minimum <= s <= maximum])
+            )
             if is_running and rng.random() < 0.25:
                 last = now - timedelta(minutes=rng.randrange(0, 10))
         existing = maximum if elastic else pods
@@ -94,16 +122,25 @@ def synthetic_objects(nodes: int, running: int, pending: int, seed: int,
                     free[int(node.split("-")[1])] += gpus
                 placement = []
         objs += m.gang(
-            name, existing, namespace=ns, gpus=gpus, min_member=minimum,
+            name,
+            existing,
+            namespace=ns,
+            gpus=gpus,
+            min_member=minimum,
             max_member=maximum if elastic else None,
-            size_policy="power-of-two" if elastic else None, running_on=placement or None,
-            priority=prio, cpu=str(2 * gpus), memory=f"{16 * gpus}Gi",
-            last_scale_time=_ts(last) if last else None, created=_ts(created),
+            size_policy="power-of-two" if elastic else None,
+            running_on=placement or None,
+            priority=prio,
+            cpu=str(2 * gpus),
+            memory=f"{16 * gpus}Gi",
+            last_scale_time=_ts(last) if last else None,
+            created=_ts(created),
         )
     return objs
 
 
-def write_cluster(path: Path, nodes: int, running: int, pending: int, seed: int,
-                  now: datetime) -> None:
+def write_cluster(
+    path: Path, nodes: int, running: int, pending: int, seed: int, now: datetime
+) -> None:
     objs = synthetic_objects(nodes, running, pending, seed, now)
     path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}))

@@ -121,8 +121,15 @@ def clusters(draw: st.DrawFn) -> Scenario:
         gpus = draw(st.sampled_from([0, 1, 2, 3, 4, 4, 6, 8, 8, 8]))
         cordoned = draw(st.integers(0, 5)) == 0
         tainted = draw(st.integers(0, 4)) == 0
-        calls.append(_call("node", name, gpus=gpus, unschedulable=cordoned or None,
-                           taints=[dict(TAINT)] if tainted else None))
+        calls.append(
+            _call(
+                "node",
+                name,
+                gpus=gpus,
+                unschedulable=cordoned or None,
+                taints=[dict(TAINT)] if tainted else None,
+            )
+        )
         free_gpu[name], free_slots[name] = gpus, CPU_SLOTS
     nodes = sorted(free_gpu)
 
@@ -142,19 +149,30 @@ def clusters(draw: st.DrawFn) -> Scenario:
         where = place(gpus, overcommit=draw(st.integers(0, 9)) == 0)  # rarely: intended overcommit
         if where is not None:
             ns = draw(st.sampled_from(["infra", *namespaces[1:]]))  # may count against a queue
-            calls.append(_call("other", f"sys-{i}", where, gpus, namespace=None if ns == "infra"
-                               else ns))
+            calls.append(
+                _call("other", f"sys-{i}", where, gpus, namespace=None if ns == "infra" else ns)
+            )
     for i in range(draw(st.sampled_from([0, 0, 0, 1, 2]))):  # pods of ours without a PodGroup
         gpus = draw(st.sampled_from([0, 1, 2]))
         where = place(gpus) if draw(st.booleans()) else None
-        calls.append(_call("pod", f"solo-{i}", namespace=draw(st.sampled_from(namespaces)),
-                           gpus=gpus, node_name=where,
-                           priority=draw(st.sampled_from([None, 0, 100, 1000]))))
+        calls.append(
+            _call(
+                "pod",
+                f"solo-{i}",
+                namespace=draw(st.sampled_from(namespaces)),
+                gpus=gpus,
+                node_name=where,
+                priority=draw(st.sampled_from([None, 0, 100, 1000])),
+            )
+        )
     for i in range(draw(st.integers(1, 5))):
         workers = draw(st.integers(1, 8))
         gpus = draw(st.sampled_from([1, 1, 2, 2, 3, 4]))
-        kind = draw(st.sampled_from(["rigid"] * 4 + ["elastic"] * 4 + ["elastic-p2"] * 3
-                                    + ["invalid", "short"]))
+        kind = draw(
+            st.sampled_from(
+                ["rigid"] * 4 + ["elastic"] * 4 + ["elastic-p2"] * 3 + ["invalid", "short"]
+            )
+        )
         min_member = max_member = policy = None
         if kind == "elastic":
             min_member = draw(st.integers(1, workers))
@@ -165,16 +183,22 @@ def clusters(draw: st.DrawFn) -> Scenario:
             max_member = draw(st.integers(min_member, workers + 1))
             policy = "power-of-two"
         elif kind == "invalid":  # the loader marks the job invalid: it must not be touched
-            min_member, max_member, policy = draw(st.sampled_from([
-                (3, 4, "power-of-two"), (2, 1, None), (workers, workers, "sometimes")]))
+            min_member, max_member, policy = draw(
+                st.sampled_from(
+                    [(3, 4, "power-of-two"), (2, 1, None), (workers, workers, "sometimes")]
+                )
+            )
         elif kind == "short":  # minMember above the pods that exist (some not created yet)
             min_member = workers + 1
         elif draw(st.integers(0, 4)) == 0:
             min_member = draw(st.integers(1, workers))  # rigid, fewer than its pods (spares)
         lo = min_member or workers
         hi = max(lo, max_member or lo)
-        sizes = [s for s in range(lo, min(hi, workers) + 1)
-                 if policy != "power-of-two" or s & (s - 1) == 0]
+        sizes = [
+            s
+            for s in range(lo, min(hi, workers) + 1)
+            if policy != "power-of-two" or s & (s - 1) == 0
+        ]
         how = draw(st.sampled_from(["pending"] * 3 + ["allowed"] * 3 + ["any"]))
         running = 0
         if how == "allowed" and sizes:
@@ -182,27 +206,39 @@ def clusters(draw: st.DrawFn) -> Scenario:
         elif how == "any":
             running = draw(st.integers(0, workers))  # a partial gang or an irregular size
         prefix = draw(st.integers(0, 5)) > 0  # else a random subset of workers runs
-        chosen = list(range(running)) if prefix else sorted(
-            draw(st.lists(st.integers(0, workers - 1), min_size=running, max_size=running,
-                          unique=True)))
+        chosen = (
+            list(range(running))
+            if prefix
+            else sorted(
+                draw(
+                    st.lists(
+                        st.integers(0, workers - 1), min_size=running, max_size=running, unique=True
+                    )
+                )
+            )
+        )
         running_on: list[str | None] = [None] * workers
         for w in chosen:
             running_on[w] = place(gpus)
         last = draw(st.sampled_from([None, None, timedelta(minutes=5), timedelta(hours=1)]))
         created = draw(st.sampled_from([None, timedelta(hours=3), timedelta(days=5)]))
-        calls.append(_call(
-            "gang", f"g{i}", workers,
-            namespace=draw(st.sampled_from(namespaces)),
-            gpus=gpus,
-            min_member=min_member,
-            max_member=max_member,
-            size_policy=policy,
-            running_on=running_on if any(running_on) else None,
-            priority=draw(st.sampled_from([None, 0, 100, 1000])),
-            last_scale_time=_ts(last) if last else None,
-            created=_ts(created) if created else None,
-            tolerate=draw(st.integers(0, 3)) == 0,
-        ))
+        calls.append(
+            _call(
+                "gang",
+                f"g{i}",
+                workers,
+                namespace=draw(st.sampled_from(namespaces)),
+                gpus=gpus,
+                min_member=min_member,
+                max_member=max_member,
+                size_policy=policy,
+                running_on=running_on if any(running_on) else None,
+                priority=draw(st.sampled_from([None, 0, 100, 1000])),
+                last_scale_time=_ts(last) if last else None,
+                created=_ts(created) if created else None,
+                tolerate=draw(st.integers(0, 3)) == 0,
+            )
+        )
     if with_quota:
         leaves = []
         for team in ("team-a", "team-b"):
@@ -258,7 +294,11 @@ def test_gangs_are_all_or_nothing_and_running_pods_never_move(scenario: Scenario
         for name, job in snap.jobs.items():
             if job.invalid is None:
                 assert after[name] == 0 or after[name] in job.allowed_sizes(), (
-                    backend, name, after[name], job.allowed_sizes())
+                    backend,
+                    name,
+                    after[name],
+                    job.allowed_sizes(),
+                )
             else:
                 assert after[name] == len(snap.running_pods(job)), (backend, name)
         bound = Counter(bd.pod for bd in p.binds)
@@ -334,8 +374,7 @@ def test_cpsat_is_never_below_greedy(scenario: Scenario) -> None:
 
     cp, gr = plan(snap, "cpsat", cfg=cfg), plan(snap, "greedy", cfg=cfg)
     assert cp.stats.objective is not None and gr.stats.objective is not None
-    assert cp.stats.objective >= gr.stats.objective - 1e-6, (cp.stats.objective,
-                                                              gr.stats.objective)
+    assert cp.stats.objective >= gr.stats.objective - 1e-6, (cp.stats.objective, gr.stats.objective)
 
 
 # -- 6: determinism --------------------------------------------------------------------------

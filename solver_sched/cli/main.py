@@ -69,8 +69,9 @@ def _whatif(args: argparse.Namespace) -> int:
     result = run_cycle(snapshot, config, now, args.solver, args.time_limit)
     print(to_json_text(result, snapshot) if args.output == "json" else to_table(result, snapshot))
     if result.violations:
-        print("solver-sched: the plan failed the feasibility check; nothing emitted",
-              file=sys.stderr)
+        print(
+            "solver-sched: the plan failed the feasibility check; nothing emitted", file=sys.stderr
+        )
         return 1
     return 0
 

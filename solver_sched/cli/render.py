@@ -32,16 +32,22 @@ def to_json(result: CycleResult, snapshot: ClusterSnapshot) -> dict[str, Any]:
         "terms": result.terms,
         "jobs": [
             {
-                "name": j.name, "queue": j.queue, "priority": j.priority,
-                "minWorkers": j.min_workers, "maxWorkers": j.max_workers,
+                "name": j.name,
+                "queue": j.queue,
+                "priority": j.priority,
+                "minWorkers": j.min_workers,
+                "maxWorkers": j.max_workers,
                 "allowedSizes": list(j.allowed_sizes),
-                "currentWorkers": j.current, "workers": j.planned, "reason": j.reason,
+                "currentWorkers": j.current,
+                "workers": j.planned,
+                "reason": j.reason,
             }
             for j in plan.jobs
         ],
         "binds": [{"pod": b.pod, "node": b.node} for b in plan.binds],
-        "evictions": [{"job": e.job, "pods": list(e.pods), "reason": e.reason}
-                      for e in plan.evictions],
+        "evictions": [
+            {"job": e.job, "pods": list(e.pods), "reason": e.reason} for e in plan.evictions
+        ],
         "errors": [str(e) for e in snapshot.errors],
         "notes": list(plan.notes),
     }
@@ -55,11 +61,22 @@ def to_table(result: CycleResult, snapshot: ClusterSnapshot) -> str:
     plan, st = result.plan, result.stats
     rows = [("JOB", "QUEUE", "PRIO", "SIZES", "NOW", "PLAN", "REASON")]
     for j in plan.jobs:
-        rows.append((j.name, j.queue, str(j.priority), sizes_text(j.allowed_sizes), str(j.current),
-                     str(j.planned), j.reason))
+        rows.append(
+            (
+                j.name,
+                j.queue,
+                str(j.priority),
+                sizes_text(j.allowed_sizes),
+                str(j.current),
+                str(j.planned),
+                j.reason,
+            )
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(6)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r[:6], widths, strict=True)) + "  " + r[6]
-             for r in rows]
+    lines = [
+        "  ".join(c.ljust(w) for c, w in zip(r[:6], widths, strict=True)) + "  " + r[6]
+        for r in rows
+    ]
     lines.append("")
     lines.append(f"BINDS ({len(plan.binds)})")
     lines += [f"  {b.pod} -> {b.node}" for b in plan.binds]
@@ -70,8 +87,10 @@ def to_table(result: CycleResult, snapshot: ClusterSnapshot) -> str:
     obj = f"{st.objective:.0f}" if st.objective is not None else "-"
     bound = f"{st.bound:.0f}" if st.bound is not None else "-"
     lines.append("")
-    lines.append(f"SOLVER  backend={st.backend} status={st.status.value} objective={obj} "
-                 f"bound={bound} gap={gap} seconds={st.seconds:.3f} plan-from={result.chosen}")
+    lines.append(
+        f"SOLVER  backend={st.backend} status={st.status.value} objective={obj} "
+        f"bound={bound} gap={gap} seconds={st.seconds:.3f} plan-from={result.chosen}"
+    )
     if st.detail:
         lines.append(f"        {st.detail}")
     lines.append("TERMS   " + " ".join(f"{k}={v}" for k, v in result.terms.items()))

@@ -1,4 +1,4 @@
-"""The configuration schema shared by the --config file and the ConfigMap (validated with pydantic)."""
+"""One configuration schema for the --config file and the ConfigMap, validated with pydantic."""
 
 from solver_sched.config.schema import ObjectiveWeights, PriorityTier, SchedulerConfig, Settings
 

@@ -10,6 +10,7 @@ tier that weighs less than a lower-priority tier, a gang break cheaper than a wa
 
 from __future__ import annotations
 
+import itertools
 import re
 from datetime import timedelta
 from pathlib import Path
@@ -42,7 +43,7 @@ class PriorityTier(_Strict):
 
 
 class ObjectiveWeights(_Strict):
-    """Per-unit weights of the named objective terms. A unit is one GPU (or one pod without GPUs)."""
+    """Per-unit weights of the named objective terms. A unit is one GPU (or a pod without GPUs)."""
 
     guaranteed: int = Field(default=1000, ge=1, le=10**9, description="per guaranteed unit placed")
     tier_factor: int = Field(
@@ -65,13 +66,15 @@ class ObjectiveWeights(_Strict):
     waiting_cap_hours: int = Field(default=48, alias="waitingCapHours", ge=0, le=10**4)
     elastic: int = Field(default=100, ge=0, le=10**6, description="per elastic unit placed")
     elastic_eviction: int = Field(default=50, alias="elasticEviction", ge=0, le=10**6)
-    packing: int = Field(default=1, ge=0, le=10**4, description="per GPU x free GPUs on target node")
+    packing: int = Field(
+        default=1, ge=0, le=10**4, description="per GPU x free GPUs on target node"
+    )
 
     @field_validator("tiers")
     @classmethod
     def _tiers_ordered(cls, tiers: tuple[PriorityTier, ...]) -> tuple[PriorityTier, ...]:
         ordered = sorted(tiers, key=lambda t: t.min_priority)
-        for low, high in zip(ordered, ordered[1:], strict=False):
+        for low, high in itertools.pairwise(ordered):
             if low.min_priority == high.min_priority:
                 raise ValueError(f"two tiers with minPriority {low.min_priority}")
             if high.weight < low.weight:
@@ -128,7 +131,8 @@ def config_from_mapping(data: object, source: str) -> SchedulerConfig:
         return SchedulerConfig.model_validate(data or {})
     except ValidationError as exc:
         details = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}" for err in exc.errors()
+            f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}"
+            for err in exc.errors()
         )
         raise ConfigError(f"{source}: {details}") from None
 

@@ -76,7 +76,9 @@ class NodeConstraints:
     def allows(self, labels: Mapping[str, str], taints: tuple[Taint, ...], node_name: str) -> bool:
         return self.unmet(labels, taints, node_name) is None
 
-    def unmet(self, labels: Mapping[str, str], taints: tuple[Taint, ...], node_name: str) -> str | None:
+    def unmet(
+        self, labels: Mapping[str, str], taints: tuple[Taint, ...], node_name: str
+    ) -> str | None:
         """None when the node is acceptable, else a short reason (used in explanations)."""
         for taint in taints:
             if taint.effect in ("NoSchedule", "NoExecute") and not any(

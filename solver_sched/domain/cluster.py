@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from enum import Enum
+from enum import StrEnum
 
 from solver_sched.domain.affinity import NodeConstraints, Taint
 from solver_sched.domain.resources import Resources
@@ -13,12 +13,12 @@ from solver_sched.domain.resources import Resources
 DEFAULT_CLUSTER = "default"
 
 
-class SizePolicy(str, Enum):
+class SizePolicy(StrEnum):
     ANY = "any"
     POWER_OF_TWO = "power-of-two"
 
 
-class PodPhase(str, Enum):
+class PodPhase(StrEnum):
     PENDING = "Pending"
     RUNNING = "Running"
     SUCCEEDED = "Succeeded"
@@ -43,7 +43,7 @@ class Node:
 
 @dataclass(frozen=True, slots=True)
 class Pod:
-    """A pod; ``name`` is ``namespace/name``. ``order`` ranks it inside its job (lower = kept longer)."""
+    """A pod (``name`` is ``namespace/name``); ``order`` ranks it in its job, lower kept longer."""
 
     name: str
     namespace: str
@@ -53,7 +53,7 @@ class Pod:
     node_name: str | None = None
     phase: PodPhase = PodPhase.PENDING
     priority: int = 0
-    constraints: NodeConstraints = NodeConstraints()
+    constraints: NodeConstraints = field(default_factory=NodeConstraints)
     order: tuple[int, int, str] = (0, 0, "")
     created: datetime | None = None
     cluster: str = DEFAULT_CLUSTER
@@ -77,8 +77,8 @@ class Pod:
 class Job:
     """The gang: the unit of all-or-nothing placement and of eviction.
 
-    ``pods`` lists its live pods (not Succeeded/Failed) in keep order: the first ``min_pods`` are the
-    guaranteed part, the rest elastic; scale-in evicts from the end.
+    ``pods`` lists its live pods (not Succeeded/Failed) in keep order: the first ``min_pods`` are
+    the guaranteed part, the rest elastic; scale-in evicts from the end.
     """
 
     name: str  # namespace/group

@@ -1,4 +1,4 @@
-"""The hierarchical quota tree (ElasticQuotaTree): queues with min (guaranteed) and max per resource.
+"""The hierarchical quota tree (ElasticQuotaTree): queues with min (guaranteed) and max.
 
 The special resource ``kube-queue/max-jobs`` caps running jobs. Leaves own namespaces; a namespace
 in no leaf belongs to the implicit, unlimited queue ``IMPLICIT_QUEUE``.

@@ -1,1 +1,1 @@
-"""snapshot + config + now -> Problem (index sets, coefficients) -> LinearModel (backend-neutral)."""
+"""snapshot + config + now -> Problem (index sets, coefficients) -> LinearModel (any backend)."""

@@ -70,8 +70,11 @@ class LinearModel:
 
     def violated(self, values: list[int]) -> list[str]:
         """Names of constraints the assignment breaks (used to validate hints in tests)."""
-        bad = [n for n, lo, hi, x in zip(self.names, self.lb, self.ub, values, strict=True)
-               if not lo <= x <= hi]
+        bad = [
+            n
+            for n, lo, hi, x in zip(self.names, self.lb, self.ub, values, strict=True)
+            if not lo <= x <= hi
+        ]
         for con in self.constraints:
             act = sum(c * values[v] for v, c in con.terms)
             if (con.lo is not None and act < con.lo) or (con.hi is not None and act > con.hi):

@@ -79,8 +79,17 @@ def prepare(
     names = sorted(active)
     index = {n: i for i, n in enumerate(names)}
     jobs = tuple(
-        _job_model(snapshot, active[n], queue_of[n], tier, weights, now, shapes_of, class_of,
-                   triggers_of.get(n, ()))
+        _job_model(
+            snapshot,
+            active[n],
+            queue_of[n],
+            tier,
+            weights,
+            now,
+            shapes_of,
+            class_of,
+            triggers_of.get(n, ()),
+        )
         for n in names
     )
     needed = sorted({k for jm in jobs for k in jm.break_needs})
@@ -90,9 +99,7 @@ def prepare(
             triggers[ANY_START].append(i)
             triggers.update({k: [*triggers[k], i] for k in needed if _fires(jm, k, below_min)})
     quotas = _quota_rows(snapshot, jobs, index, active, usage_now, borrowing)
-    capacity = {
-        c.id: {r: q * len(c.nodes) for r, q in c.free.items()} for c in classes
-    }
+    capacity = {c.id: {r: q * len(c.nodes) for r, q in c.free.items()} for c in classes}
     band = _band(jobs, shapes, classes, weights)
     return Problem(
         classes=classes,
@@ -258,7 +265,7 @@ def _option(
         released=released,
         usage=res.total(p.requests for p in kept),
         guaranteed_units=sum(units[: job.min_pods]) if size >= job.min_pods else 0,
-        elastic_units=sum(units[job.min_pods:]),
+        elastic_units=sum(units[job.min_pods :]),
         evicted=len(change.evict),
     )
 
@@ -325,9 +332,13 @@ def _classes(
         if not node.schedulable:
             continue
         labels = tuple(sorted((k, node.labels[k]) for k in label_keys if k in node.labels))
-        taints = tuple(sorted(
-            (t.key, t.value, t.effect) for t in node.taints if t.effect in ("NoSchedule", "NoExecute")
-        ))
+        taints = tuple(
+            sorted(
+                (t.key, t.value, t.effect)
+                for t in node.taints
+                if t.effect in ("NoSchedule", "NoExecute")
+            )
+        )
         vec = tuple(max(0, free[name].get(r, 0)) for r in relevant)
         groups[(node.cluster, labels, taints, vec, name if by_name else "")].append(node)
     classes = []
@@ -336,8 +347,15 @@ def _classes(
         nodes = groups[key]
         vec = key[3]  # type: ignore[index]
         free_vec = dict(zip(relevant, vec, strict=True))
-        classes.append(NodeClass(cid, nodes[0].cluster, tuple(n.name for n in nodes), free_vec,
-                                 free_vec.get(res.GPU, 0)))
+        classes.append(
+            NodeClass(
+                cid,
+                nodes[0].cluster,
+                tuple(n.name for n in nodes),
+                free_vec,
+                free_vec.get(res.GPU, 0),
+            )
+        )
         for n in nodes:
             class_of[n.name] = cid
     return tuple(classes), class_of
@@ -435,26 +453,26 @@ def _quota_rows(
     for i, jm in enumerate(jobs):
         for q in jm.queue_chain:
             members[q].append(i)
-    active_usage = _queue_usage(
-        snapshot, (p for st in active.values() for p in st.running)
-    )
+    active_usage = _queue_usage(snapshot, (p for st in active.values() for p in st.running))
     rows = []
     for name in sorted(snapshot.quota.queues):
         if name == IMPLICIT_QUEUE or not members.get(name):
             continue
-        q = snapshot.quota.queues[name]
+        queue = snapshot.quota.queues[name]
         now_total = usage_now.get(name, {})
         fixed = res.sub(now_total, active_usage.get(name, {}))
-        cap = {r: max(m, now_total.get(r, 0)) - fixed.get(r, 0) for r, m in q.max.items()}
+        cap = {r: max(m, now_total.get(r, 0)) - fixed.get(r, 0) for r, m in queue.max.items()}
         floor = {}
         if name in borrowing:
-            floor = {r: m - fixed.get(r, 0) for r, m in q.min.items() if now_total.get(r, 0) > m}
+            floor = {
+                r: m - fixed.get(r, 0) for r, m in queue.min.items() if now_total.get(r, 0) > m
+            }
         jobs_cap = None
-        if q.max_jobs is not None:
-            jobs_cap = max(q.max_jobs, now_total.get(MAX_JOBS, 0)) - fixed.get(MAX_JOBS, 0)
+        if queue.max_jobs is not None:
+            jobs_cap = max(queue.max_jobs, now_total.get(MAX_JOBS, 0)) - fixed.get(MAX_JOBS, 0)
         min_gpus = 0
-        if q.namespaces:
-            min_gpus = max(0, q.min.get(res.GPU, 0) - fixed.get(res.GPU, 0))
+        if queue.namespaces:
+            min_gpus = max(0, queue.min.get(res.GPU, 0) - fixed.get(res.GPU, 0))
         rows.append(QuotaRow(name, tuple(members[name]), cap, floor, jobs_cap, fixed, min_gpus))
     return tuple(rows)
 
@@ -463,7 +481,9 @@ def _quota_rows(
 
 
 def _band(
-    jobs: tuple[JobModel, ...], shapes: tuple[Shape, ...], classes: tuple[NodeClass, ...],
+    jobs: tuple[JobModel, ...],
+    shapes: tuple[Shape, ...],
+    classes: tuple[NodeClass, ...],
     weights: ObjectiveWeights,
 ) -> int:
     """1 + the largest magnitude the elastic band can reach: guaranteed work then always wins."""
@@ -473,7 +493,10 @@ def _band(
         total += weights.elastic * max(o.elastic_units for o in jm.options)
         total += weights.elastic_eviction * max(o.evicted for o in jm.options)
         gpus = max(
-            (sum(n * shapes[s].requests.get(res.GPU, 0) for s, n in o.new.items()) for o in jm.options),
+            (
+                sum(n * shapes[s].requests.get(res.GPU, 0) for s, n in o.new.items())
+                for o in jm.options
+            ),
             default=0,
         )
         total += weights.packing * gpus * max_gpu_free

@@ -15,7 +15,7 @@ from solver_sched.domain.resources import Resources
 
 @dataclass(frozen=True, slots=True)
 class NodeClass:
-    """Nodes that look the same to every pending pod: same cluster, relevant labels, taints, free."""
+    """Nodes that look alike to every pending pod: cluster, relevant labels, taints, free."""
 
     id: int
     cluster: str

@@ -26,5 +26,7 @@ def change_to(snapshot: ClusterSnapshot, job: Job, size: int) -> SizeChange:
     waiting = snapshot.waiting_pods(job)
     need = size - len(running)
     if need > len(waiting):
-        raise ValueError(f"job {job.name} has {len(running) + len(waiting)} pods, cannot run {size}")
+        raise ValueError(
+            f"job {job.name} has {len(running) + len(waiting)} pods, cannot run {size}"
+        )
     return SizeChange(keep=running, evict=(), bind=waiting[:need])

@@ -14,7 +14,6 @@ from solver_sched.formulation.nodes import NodeState
 from solver_sched.formulation.problem import Problem
 from solver_sched.formulation.sizes import change_to
 
-
 Chooser = Callable[[Pod, list[str]], "str | None"]
 
 
@@ -74,9 +73,9 @@ class PlanState:
                 after = self.usage[r].get(name, 0) - old.get(name, 0) + new.get(name, 0)
                 if after < floor and new.get(name, 0) < old.get(name, 0):
                     return f"queue {row.queue}: min {name}"
-            if row.jobs_cap is not None and not was_running and size > 0:
-                if self.running_jobs[r] + 1 > row.jobs_cap:
-                    return f"queue {row.queue}: max-jobs"
+            starts = not was_running and size > 0
+            if row.jobs_cap is not None and starts and self.running_jobs[r] + 1 > row.jobs_cap:
+                return f"queue {row.queue}: max-jobs"
         return None
 
     # -- size changes ------------------------------------------------------------------------
@@ -106,9 +105,9 @@ class PlanState:
                 self.rollback(mark)
                 return False
         wanted = {p.name for p in change.bind}
-        for pod in job.pods:
-            if pod in self.placed and pod not in wanted:
-                self._unplace(pod)
+        for name in job.pods:
+            if name in self.placed and name not in wanted:
+                self._unplace(name)
         clusters = [cluster] if cluster else (list(jm.clusters) or list(self.problem.clusters))
         for k in clusters:
             if self._bind_all(change.bind, k, chooser or self.nodes.best_fit):

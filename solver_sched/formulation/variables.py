@@ -1,6 +1,6 @@
 """The decision variables, with stable OR-Tools-style names.
 
-- ``y[job,size]`` in {0,1}: the job ends the cycle at this size (size 0 included, exactly one holds).
+- ``y[job,size]`` in {0,1}: the job ends the cycle at this size (size 0 included; exactly one).
 - ``x[job,shape,class]`` integer: pending pods of this shape bound into this node class.
 - ``w[job,cluster]`` in {0,1}: the cluster a gang runs on (only when there are several clusters).
 - ``u[queue]`` integer: GPUs of a leaf queue's min covered by its jobs (drives reclaim).

@@ -1,1 +1,1 @@
-"""Adapters from files to the core: Kubernetes objects (as kubectl writes them) -> ClusterSnapshot."""
+"""File adapters: Kubernetes objects (as kubectl writes them) -> ClusterSnapshot."""

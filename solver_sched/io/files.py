@@ -1,4 +1,4 @@
-"""Read Kubernetes objects from YAML/JSON files: `kind: List`, multi-document YAML, or single objects."""
+"""Read Kubernetes objects from YAML/JSON files: `kind: List`, multi-document YAML, or objects."""
 
 from __future__ import annotations
 

@@ -98,8 +98,10 @@ def snapshot_from_objects(
             pytorch[(pj.metadata.namespace or "default", pj.metadata.name)] = pj
     jobs = _jobs(b, pods, groups, pytorch)
     job_of = {p: name for name, job in jobs.items() for p in job.pods}
-    pods = {n: replace(p, job=job_of[n]) if job_of.get(n, p.job) != p.job else p
-            for n, p in pods.items()}
+    pods = {
+        n: replace(p, job=job_of[n]) if job_of.get(n, p.job) != p.job else p
+        for n, p in pods.items()
+    }
     return ClusterSnapshot(
         nodes=nodes,
         pods=pods,
@@ -209,21 +211,27 @@ def _constraints(p: PodObj) -> NodeConstraints:
     if aff and aff.node_affinity and aff.node_affinity.required:
         for t in aff.node_affinity.required.node_selector_terms:
             reqs = [Requirement(e.key, e.operator, tuple(e.values)) for e in t.match_expressions]
-            reqs += [Requirement(e.key, e.operator, tuple(e.values), field=True)
-                     for e in t.match_fields]
+            reqs += [
+                Requirement(e.key, e.operator, tuple(e.values), field=True) for e in t.match_fields
+            ]
             terms.append(tuple(reqs))
     return NodeConstraints(
         node_selector=tuple(sorted(p.spec.node_selector.items())),
         required_terms=tuple(terms),
-        tolerations=tuple(Toleration(t.key, t.operator, t.value, t.effect)
-                          for t in p.spec.tolerations),
+        tolerations=tuple(
+            Toleration(t.key, t.operator, t.value, t.effect) for t in p.spec.tolerations
+        ),
     )
 
 
 def _order(p: PodObj) -> tuple[int, int, str]:
     labels = p.metadata.labels
-    rank = 0 if labels.get("training.kubeflow.org/replica-type", "").lower() in ("", "master",
-                                                                                 "launcher") else 1
+    rank = (
+        0
+        if labels.get("training.kubeflow.org/replica-type", "").lower()
+        in ("", "master", "launcher")
+        else 1
+    )
     for key in _INDEX_LABELS:
         if labels.get(key, "").isdigit():
             return rank, int(labels[key]), p.metadata.name
@@ -349,10 +357,16 @@ def _job_definition(
     api = {"sp": SP_GROUPS, "volcano": (VOLCANO_GROUP,), "k8s": (K8S_GROUP,)}[kind]
     pg = next((groups[(g, ns, group)] for g in api if (g, ns, group) in groups), None)
     if pg is None:
-        return Job(name=name, source=f"pods of PodGroup {name}", min_pods=len(plist),
-                   max_pods=len(plist),
-                   invalid=b.error(f"PodGroup {name}", "metadata.name",
-                                   f"not found (referenced by pod {first.name})"), **base)
+        return Job(
+            name=name,
+            source=f"pods of PodGroup {name}",
+            min_pods=len(plist),
+            max_pods=len(plist),
+            invalid=b.error(
+                f"PodGroup {name}", "metadata.name", f"not found (referenced by pod {first.name})"
+            ),
+            **base,
+        )
     return _from_podgroup(b, kind, pg, name, base, pytorch)
 
 
@@ -360,10 +374,12 @@ def _pytorch_range(pj: PyTorchJobObj | None, pods: int) -> tuple[int, int, str]:
     if pj is None:
         return pods, pods, "pods with training.kubeflow.org/job-name"
     src = f"PyTorchJob {pj.metadata.namespace}/{pj.metadata.name}"
-    others = sum(r.replicas for t, r in pj.spec.pytorch_replica_specs.items()
-                 if t.lower() != "worker")
-    workers = sum(r.replicas for t, r in pj.spec.pytorch_replica_specs.items()
-                  if t.lower() == "worker")
+    others = sum(
+        r.replicas for t, r in pj.spec.pytorch_replica_specs.items() if t.lower() != "worker"
+    )
+    workers = sum(
+        r.replicas for t, r in pj.spec.pytorch_replica_specs.items() if t.lower() == "worker"
+    )
     ep = pj.spec.elastic_policy
     if ep and ep.min_replicas is not None:
         hi = ep.max_replicas if ep.max_replicas is not None else workers
@@ -372,7 +388,11 @@ def _pytorch_range(pj: PyTorchJobObj | None, pods: int) -> tuple[int, int, str]:
 
 
 def _from_podgroup(
-    b: _Build, kind: str, pg: PodGroupObj, name: str, base: dict[str, Any],
+    b: _Build,
+    kind: str,
+    pg: PodGroupObj,
+    name: str,
+    base: dict[str, Any],
     pytorch: dict[tuple[str, str], PyTorchJobObj],
 ) -> Job:
     obj = f"PodGroup {name}"
@@ -382,8 +402,12 @@ def _from_podgroup(
     else:
         min_member, fld = pg.spec.min_member, "spec.minMember"
     if not isinstance(min_member, int) or min_member < 1:
-        return Job(name=name, source=obj, invalid=b.error(obj, fld, f"must be an integer >= 1, "
-                                                           f"got {min_member!r}"), **base)
+        return Job(
+            name=name,
+            source=obj,
+            invalid=b.error(obj, fld, f"must be an integer >= 1, got {min_member!r}"),
+            **base,
+        )
     anns = pg.metadata.annotations
     max_member: int = min_member
     pj = pytorch.get((pg.metadata.namespace or "default", pg.metadata.name))
@@ -391,28 +415,37 @@ def _from_podgroup(
     if f"{ANN}max-member" not in anns and pj and pj.spec.elastic_policy:
         min_member, max_member, src = _pytorch_range(pj, min_member)
         if max_member < min_member:
-            invalid = b.error(src, "spec.elasticPolicy",
-                              f"maxReplicas {max_member} < minReplicas {min_member}")
+            invalid = b.error(
+                src, "spec.elasticPolicy", f"maxReplicas {max_member} < minReplicas {min_member}"
+            )
     if f"{ANN}max-member" in anns:
         text = anns[f"{ANN}max-member"]
         if not text.strip().isdigit():
-            invalid = b.error(obj, f"metadata.annotations[{ANN}max-member]",
-                              f"not an integer: {text!r}")
+            invalid = b.error(
+                obj, f"metadata.annotations[{ANN}max-member]", f"not an integer: {text!r}"
+            )
         else:
             max_member = int(text)
             if max_member < min_member:
-                invalid = b.error(obj, f"metadata.annotations[{ANN}max-member]",
-                                  f"{ANN}max-member {max_member} < {fld} {min_member}")
+                invalid = b.error(
+                    obj,
+                    f"metadata.annotations[{ANN}max-member]",
+                    f"{ANN}max-member {max_member} < {fld} {min_member}",
+                )
     policy = SizePolicy.ANY
     text = anns.get(f"{ANN}size-policy", "any")
     try:
         policy = SizePolicy(text)
     except ValueError:
-        invalid = invalid or b.error(obj, f"metadata.annotations[{ANN}size-policy]",
-                                     f"{text!r} is not one of power-of-two, any")
+        invalid = invalid or b.error(
+            obj,
+            f"metadata.annotations[{ANN}size-policy]",
+            f"{text!r} is not one of power-of-two, any",
+        )
     if policy is SizePolicy.POWER_OF_TWO and not is_power_of_two(min_member) and not invalid:
-        invalid = b.error(obj, fld, f"{min_member} is not a power of two "
-                                    f"({ANN}size-policy: power-of-two)")
+        invalid = b.error(
+            obj, fld, f"{min_member} is not a power of two ({ANN}size-policy: power-of-two)"
+        )
     cooldown = b.cooldown
     if f"{ANN}cooldown" in anns:
         try:
@@ -426,22 +459,38 @@ def _from_podgroup(
             if last.tzinfo is None:
                 raise ValueError("no time zone")
         except ValueError:
-            invalid = invalid or b.error(obj, f"metadata.annotations[{ANN}last-scale-time]",
-                                         f"not RFC 3339: {anns[f'{ANN}last-scale-time']!r}")
+            invalid = invalid or b.error(
+                obj,
+                f"metadata.annotations[{ANN}last-scale-time]",
+                f"not RFC 3339: {anns[f'{ANN}last-scale-time']!r}",
+            )
     fields = {**base, "cooldown": cooldown}
     if pg.spec.priority_class_name and pg.spec.priority_class_name in b.priority_classes:
         fields["priority"] = b.priority_classes[pg.spec.priority_class_name]
     if pg.metadata.creation_timestamp:
         fields["created"] = pg.metadata.creation_timestamp
-    return Job(name=name, min_pods=min_member, max_pods=max_member, size_policy=policy,
-               last_scale_time=last, source=obj, invalid=invalid, **fields)
+    return Job(
+        name=name,
+        min_pods=min_member,
+        max_pods=max_member,
+        size_policy=policy,
+        last_scale_time=last,
+        source=obj,
+        invalid=invalid,
+        **fields,
+    )
 
 
 def _finish(b: _Build, job: Job) -> Job:
     if job.max_pods < job.min_pods:
-        return replace(job, invalid=b.error(job.source, "spec.elasticPolicy",
-                                            f"maxReplicas {job.max_pods} < minReplicas "
-                                            f"{job.min_pods}"))
+        return replace(
+            job,
+            invalid=b.error(
+                job.source,
+                "spec.elasticPolicy",
+                f"maxReplicas {job.max_pods} < minReplicas {job.min_pods}",
+            ),
+        )
     return job
 
 
@@ -479,8 +528,9 @@ def _quota_tree(b: _Build, raws: list[dict[str, Any]]) -> QuotaTree:
                 owner[ns] = node.name
         max_jobs = hi.pop(MAX_JOBS, None)
         lo.pop(MAX_JOBS, None)
-        queues[node.name] = Queue(node.name, parent, tuple(node.namespaces), lo, hi, max_jobs,
-                                  invalid)
+        queues[node.name] = Queue(
+            node.name, parent, tuple(node.namespaces), lo, hi, max_jobs, invalid
+        )
         for i, child in enumerate(node.children):
             walk(child, node.name, f"{path}.children[{i}]")
 

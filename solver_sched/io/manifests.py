@@ -9,9 +9,17 @@ from typing import Any
 SCHEDULER = "solver-sched"
 
 
-def node(name: str, *, gpus: int = 8, cpu: str = "64", memory: str = "512Gi", pods: int = 110,
-         labels: dict[str, str] | None = None, taints: list[dict[str, str]] | None = None,
-         unschedulable: bool = False) -> dict[str, Any]:
+def node(
+    name: str,
+    *,
+    gpus: int = 8,
+    cpu: str = "64",
+    memory: str = "512Gi",
+    pods: int = 110,
+    labels: dict[str, str] | None = None,
+    taints: list[dict[str, str]] | None = None,
+    unschedulable: bool = False,
+) -> dict[str, Any]:
     alloc: dict[str, Any] = {"cpu": cpu, "memory": memory, "pods": str(pods)}
     if gpus:
         alloc["nvidia.com/gpu"] = str(gpus)
@@ -21,20 +29,32 @@ def node(name: str, *, gpus: int = 8, cpu: str = "64", memory: str = "512Gi", po
     if taints:
         spec["taints"] = taints
     return {
-        "apiVersion": "v1", "kind": "Node",
+        "apiVersion": "v1",
+        "kind": "Node",
         "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
         "spec": spec,
         "status": {"allocatable": alloc, "capacity": dict(alloc)},
     }
 
 
-def pod(name: str, *, namespace: str = "default", gpus: int = 1, cpu: str = "4",
-        memory: str = "16Gi", group: str | None = None, group_api: str = "scheduling.x-k8s.io",
-        node_name: str | None = None, phase: str | None = None, priority: int | None = None,
-        scheduler: str = SCHEDULER, labels: dict[str, str] | None = None,
-        node_selector: dict[str, str] | None = None,
-        tolerations: list[dict[str, str]] | None = None,
-        created: str | None = None) -> dict[str, Any]:
+def pod(
+    name: str,
+    *,
+    namespace: str = "default",
+    gpus: int = 1,
+    cpu: str = "4",
+    memory: str = "16Gi",
+    group: str | None = None,
+    group_api: str = "scheduling.x-k8s.io",
+    node_name: str | None = None,
+    phase: str | None = None,
+    priority: int | None = None,
+    scheduler: str = SCHEDULER,
+    labels: dict[str, str] | None = None,
+    node_selector: dict[str, str] | None = None,
+    tolerations: list[dict[str, str]] | None = None,
+    created: str | None = None,
+) -> dict[str, Any]:
     requests: dict[str, Any] = {"cpu": cpu, "memory": memory}
     limits: dict[str, Any] = {}
     if gpus:
@@ -42,8 +62,13 @@ def pod(name: str, *, namespace: str = "default", gpus: int = 1, cpu: str = "4",
     meta: dict[str, Any] = {"name": name, "namespace": namespace, "labels": dict(labels or {})}
     spec: dict[str, Any] = {
         "schedulerName": scheduler,
-        "containers": [{"name": "worker", "image": "pytorch/pytorch:2.4.0-cuda12.1",
-                        "resources": {"requests": requests, "limits": limits}}],
+        "containers": [
+            {
+                "name": "worker",
+                "image": "pytorch/pytorch:2.4.0-cuda12.1",
+                "resources": {"requests": requests, "limits": limits},
+            }
+        ],
     }
     if group and group_api == "scheduling.x-k8s.io":
         meta["labels"]["scheduling.x-k8s.io/pod-group"] = group
@@ -62,14 +87,26 @@ def pod(name: str, *, namespace: str = "default", gpus: int = 1, cpu: str = "4",
     if tolerations:
         spec["tolerations"] = tolerations
     status_phase = phase or ("Running" if node_name else "Pending")
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec,
-            "status": {"phase": status_phase}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": spec,
+        "status": {"phase": status_phase},
+    }
 
 
-def pod_group(name: str, *, namespace: str = "default", min_member: int = 1,
-              max_member: int | None = None, size_policy: str | None = None,
-              cooldown: str | None = None, last_scale_time: str | None = None,
-              api: str = "scheduling.x-k8s.io") -> dict[str, Any]:
+def pod_group(
+    name: str,
+    *,
+    namespace: str = "default",
+    min_member: int = 1,
+    max_member: int | None = None,
+    size_policy: str | None = None,
+    cooldown: str | None = None,
+    last_scale_time: str | None = None,
+    api: str = "scheduling.x-k8s.io",
+) -> dict[str, Any]:
     anns: dict[str, str] = {}
     if max_member is not None:
         anns["solver-sched.io/max-member"] = str(max_member)
@@ -83,32 +120,72 @@ def pod_group(name: str, *, namespace: str = "default", min_member: int = 1,
     if anns:
         meta["annotations"] = anns
     if api == "scheduling.k8s.io":
-        return {"apiVersion": "scheduling.k8s.io/v1alpha1", "kind": "PodGroup", "metadata": meta,
-                "spec": {"schedulingPolicy": {"gang": {"minCount": min_member}}}}
+        return {
+            "apiVersion": "scheduling.k8s.io/v1alpha1",
+            "kind": "PodGroup",
+            "metadata": meta,
+            "spec": {"schedulingPolicy": {"gang": {"minCount": min_member}}},
+        }
     version = "v1beta1" if api == "scheduling.volcano.sh" else "v1alpha1"
-    return {"apiVersion": f"{api}/{version}", "kind": "PodGroup", "metadata": meta,
-            "spec": {"minMember": min_member}}
+    return {
+        "apiVersion": f"{api}/{version}",
+        "kind": "PodGroup",
+        "metadata": meta,
+        "spec": {"minMember": min_member},
+    }
 
 
-def gang(name: str, workers: int, *, namespace: str = "default", gpus: int = 1,
-         min_member: int | None = None, max_member: int | None = None,
-         size_policy: str | None = None, running_on: list[str] | None = None,
-         priority: int | None = None, cooldown: str | None = None,
-         last_scale_time: str | None = None, cpu: str = "4", memory: str = "16Gi",
-         created: str | None = None) -> list[dict[str, Any]]:
+def gang(
+    name: str,
+    workers: int,
+    *,
+    namespace: str = "default",
+    gpus: int = 1,
+    min_member: int | None = None,
+    max_member: int | None = None,
+    size_policy: str | None = None,
+    running_on: list[str] | None = None,
+    priority: int | None = None,
+    cooldown: str | None = None,
+    last_scale_time: str | None = None,
+    cpu: str = "4",
+    memory: str = "16Gi",
+    created: str | None = None,
+) -> list[dict[str, Any]]:
     """A PodGroup and its worker pods; ``running_on[i]`` binds worker i to that node."""
-    objs = [pod_group(name, namespace=namespace, min_member=min_member or workers,
-                      max_member=max_member, size_policy=size_policy, cooldown=cooldown,
-                      last_scale_time=last_scale_time)]
+    objs = [
+        pod_group(
+            name,
+            namespace=namespace,
+            min_member=min_member or workers,
+            max_member=max_member,
+            size_policy=size_policy,
+            cooldown=cooldown,
+            last_scale_time=last_scale_time,
+        )
+    ]
     for i in range(workers):
         where = running_on[i] if running_on and i < len(running_on) else None
-        objs.append(pod(f"{name}-worker-{i}", namespace=namespace, gpus=gpus, group=name,
-                        node_name=where, priority=priority, cpu=cpu, memory=memory,
-                        created=created))
+        objs.append(
+            pod(
+                f"{name}-worker-{i}",
+                namespace=namespace,
+                gpus=gpus,
+                group=name,
+                node_name=where,
+                priority=priority,
+                cpu=cpu,
+                memory=memory,
+                created=created,
+            )
+        )
     return objs
 
 
 def quota_tree(root: dict[str, Any]) -> dict[str, Any]:
-    return {"apiVersion": "scheduling.sigs.k8s.io/v1beta1", "kind": "ElasticQuotaTree",
-            "metadata": {"name": "elasticquotatree", "namespace": "kube-system"},
-            "spec": {"root": root}}
+    return {
+        "apiVersion": "scheduling.sigs.k8s.io/v1beta1",
+        "kind": "ElasticQuotaTree",
+        "metadata": {"name": "elasticquotatree", "namespace": "kube-system"},
+        "spec": {"root": root},
+    }

@@ -72,19 +72,23 @@ class NodeSelectorRequirementModel(_Obj):
 
 class NodeSelectorTermModel(_Obj):
     match_expressions: list[NodeSelectorRequirementModel] = Field(
-        default_factory=list, alias="matchExpressions")
+        default_factory=list, alias="matchExpressions"
+    )
     match_fields: list[NodeSelectorRequirementModel] = Field(
-        default_factory=list, alias="matchFields")
+        default_factory=list, alias="matchFields"
+    )
 
 
 class NodeSelectorModel(_Obj):
     node_selector_terms: list[NodeSelectorTermModel] = Field(
-        default_factory=list, alias="nodeSelectorTerms")
+        default_factory=list, alias="nodeSelectorTerms"
+    )
 
 
 class NodeAffinityModel(_Obj):
     required: NodeSelectorModel | None = Field(
-        default=None, alias="requiredDuringSchedulingIgnoredDuringExecution")
+        default=None, alias="requiredDuringSchedulingIgnoredDuringExecution"
+    )
 
 
 class AffinityModel(_Obj):
@@ -145,7 +149,8 @@ class ReplicaSpec(_Obj):
 class PyTorchJobSpec(_Obj):
     elastic_policy: ElasticPolicy | None = Field(default=None, alias="elasticPolicy")
     pytorch_replica_specs: dict[str, ReplicaSpec] = Field(
-        default_factory=dict, alias="pytorchReplicaSpecs")
+        default_factory=dict, alias="pytorchReplicaSpecs"
+    )
 
 
 class PyTorchJobObj(_Obj):

@@ -35,25 +35,36 @@ def check(
     _node_fit(snapshot, after, set(bound_to.values()), bad)
     before_size = {n: len(snapshot.running_pods(j)) for n, j in snapshot.jobs.items()}
     after_size = {n: sum(p in after for p in j.pods) for n, j in snapshot.jobs.items()}
-    started = [
-        n for n, j in snapshot.jobs.items()
-        if before_size[n] < j.min_pods <= after_size[n]
-    ]
-    usage_before = _queue_usage(snapshot, {p: pod.node_name for p, pod in snapshot.pods.items()
-                                           if pod.bound and pod.node_name})
+    started = [n for n, j in snapshot.jobs.items() if before_size[n] < j.min_pods <= after_size[n]]
+    usage_before = _queue_usage(
+        snapshot,
+        {p: pod.node_name for p, pod in snapshot.pods.items() if pod.bound and pod.node_name},
+    )
     usage_after = _queue_usage(snapshot, after)
     for name, job in snapshot.jobs.items():
-        touched = before_size[name] != after_size[name] or any(
-            b.job == name for b in plan.binds
-        )
+        touched = before_size[name] != after_size[name] or any(b.job == name for b in plan.binds)
         if job.invalid:
             if touched:
                 bad.append(f"job {name}: invalid job changed by the plan")
             continue
-        _job_rules(snapshot, job, before_size[name], after_size[name], evicted, started,
-                   usage_before, now, priority_preemption, queue_reclaim, bad)
-        clusters = {snapshot.nodes[after[p]].cluster for p in job.pods if p in after
-                    and after[p] in snapshot.nodes}
+        _job_rules(
+            snapshot,
+            job,
+            before_size[name],
+            after_size[name],
+            evicted,
+            started,
+            usage_before,
+            now,
+            priority_preemption,
+            queue_reclaim,
+            bad,
+        )
+        clusters = {
+            snapshot.nodes[after[p]].cluster
+            for p in job.pods
+            if p in after and after[p] in snapshot.nodes
+        }
         if len(clusters) > 1:
             bad.append(f"job {name}: spans clusters {sorted(clusters)}")
     _quota(snapshot, usage_before, usage_after, bad)
@@ -100,8 +111,9 @@ def _evictions(snapshot: ClusterSnapshot, plan: Plan, bad: list[str]) -> set[str
     return evicted
 
 
-def _node_fit(snapshot: ClusterSnapshot, after: dict[str, str], targets: set[str],
-              bad: list[str]) -> None:
+def _node_fit(
+    snapshot: ClusterSnapshot, after: dict[str, str], targets: set[str], bad: list[str]
+) -> None:
     used: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for pod_name, node in after.items():
         if node in targets:
@@ -115,9 +127,17 @@ def _node_fit(snapshot: ClusterSnapshot, after: dict[str, str], targets: set[str
 
 
 def _job_rules(
-    snapshot: ClusterSnapshot, job: Job, before: int, after: int, evicted: set[str],
-    started: list[str], usage_before: dict[str, dict[str, int]], now: datetime,
-    priority_preemption: bool, queue_reclaim: bool, bad: list[str],
+    snapshot: ClusterSnapshot,
+    job: Job,
+    before: int,
+    after: int,
+    evicted: set[str],
+    started: list[str],
+    usage_before: dict[str, dict[str, int]],
+    now: datetime,
+    priority_preemption: bool,
+    queue_reclaim: bool,
+    bad: list[str],
 ) -> None:
     allowed = job.allowed_sizes()
     name = job.name
@@ -144,11 +164,16 @@ def _job_rules(
             for s in others
         )
         if not ok and queue_reclaim and _borrowing(snapshot, queue, usage_before):
-            ok = any(_below_min(snapshot, _queue(snapshot, snapshot.jobs[s]), usage_before)
-                     and _queue(snapshot, snapshot.jobs[s]) != queue for s in others)
+            ok = any(
+                _below_min(snapshot, _queue(snapshot, snapshot.jobs[s]), usage_before)
+                and _queue(snapshot, snapshot.jobs[s]) != queue
+                for s in others
+            )
         if not ok:
-            bad.append(f"job {name}: gang broken with no higher-priority gang of its queue "
-                       f"(or reclaiming queue) starting")
+            bad.append(
+                f"job {name}: gang broken with no higher-priority gang of its queue "
+                f"(or reclaiming queue) starting"
+            )
 
 
 def _queue(snapshot: ClusterSnapshot, job: Job) -> str:
@@ -181,8 +206,12 @@ def _queue_usage(snapshot: ClusterSnapshot, placed: dict[str, str]) -> dict[str,
     return usage
 
 
-def _quota(snapshot: ClusterSnapshot, before: dict[str, dict[str, int]],
-           after: dict[str, dict[str, int]], bad: list[str]) -> None:
+def _quota(
+    snapshot: ClusterSnapshot,
+    before: dict[str, dict[str, int]],
+    after: dict[str, dict[str, int]],
+    bad: list[str],
+) -> None:
     for name, q in sorted(snapshot.quota.queues.items()):
         limits = dict(q.max)
         if q.max_jobs is not None:

@@ -31,34 +31,49 @@ def diff(snapshot: ClusterSnapshot, st: PlanState, now: datetime, notes: list[st
         if planned < current:
             pods = change_to(snapshot, job, planned).evict
             beneficiaries = sorted({j for p in pods for j in bound_on.get(p.node_name or "", ())})
-            reason = _evict_reason(snapshot, name, current, planned, beneficiaries,
-                                   jm is not None and not jm.running_ok)
+            reason = _evict_reason(
+                snapshot,
+                name,
+                current,
+                planned,
+                beneficiaries,
+                jm is not None and not jm.running_ok,
+            )
             evictions.append(EvictJob(job=name, pods=tuple(p.name for p in pods), reason=reason))
         queue = jm.queue if jm else snapshot.quota.leaf_for(job.namespace)
-        outcomes.append(JobOutcome(
-            name=name,
-            queue=queue,
-            priority=job.priority,
-            min_workers=job.min_pods,
-            max_workers=job.max_pods,
-            allowed_sizes=job.allowed_sizes() if not job.invalid else (),
-            current=current,
-            planned=planned,
-            reason=reason or explain(st, job, jm, planned, now),
-        ))
+        outcomes.append(
+            JobOutcome(
+                name=name,
+                queue=queue,
+                priority=job.priority,
+                min_workers=job.min_pods,
+                max_workers=job.max_pods,
+                allowed_sizes=job.allowed_sizes() if not job.invalid else (),
+                current=current,
+                planned=planned,
+                reason=reason or explain(st, job, jm, planned, now),
+            )
+        )
     return Plan(binds=binds, evictions=tuple(evictions), jobs=tuple(outcomes), notes=tuple(notes))
 
 
-def _evict_reason(snapshot: ClusterSnapshot, name: str, current: int, planned: int,
-                  beneficiaries: list[str], irregular: bool) -> str:
+def _evict_reason(
+    snapshot: ClusterSnapshot,
+    name: str,
+    current: int,
+    planned: int,
+    beneficiaries: list[str],
+    irregular: bool,
+) -> str:
     if irregular:
         job = snapshot.jobs[name]
         if current < job.min_pods:
             return f"gang incomplete ({current} of {job.min_pods} pods) and cannot be completed"
         return f"{current} pods is not an allowed size; resized to {planned}"
-    for_whom = ", ".join(
-        f"{b} (priority {snapshot.jobs[b].priority})" for b in beneficiaries[:3]
-    ) or "guaranteed gangs of this plan"
+    for_whom = (
+        ", ".join(f"{b} (priority {snapshot.jobs[b].priority})" for b in beneficiaries[:3])
+        or "guaranteed gangs of this plan"
+    )
     if planned == 0:
         return f"preempted by {for_whom}"
     return f"scaled in {current} -> {planned} to make room for {for_whom}"

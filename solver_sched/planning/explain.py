@@ -1,4 +1,4 @@
-"""Why a job is not (fully) placed: a reason a user can act on, computed from the final plan state."""
+"""Why a job is not (fully) placed: a reason a user can act on, from the final plan state."""
 
 from __future__ import annotations
 
@@ -36,8 +36,7 @@ def explain(st: PlanState, job: Job, jm: JobModel | None, planned: int, now: dat
     missing = [p for p in need if p.name not in st.placed]
     if missing:
         pod = missing[0]
-        room = sum(res.how_many_fit(pod.requests, st.nodes.free[n])
-                   for n in st.nodes.feasible(pod))
+        room = sum(res.how_many_fit(pod.requests, st.nodes.free[n]) for n in st.nodes.feasible(pod))
         n = len(missing)
         head = f"needs {n} x " if planned == 0 else f"size {target} needs {n} more x "
         gpus = pod.requests.get(res.GPU, 0)
@@ -69,6 +68,8 @@ def _quota_reason(st: PlanState, j: int, size: int) -> str:
             if blocker == f"queue {row.queue}: {name}":
                 used = st.usage[r].get(name, 0) + row.fixed.get(name, 0)
                 need = next(o.usage.get(name, 0) for o in jm.options if o.size == size)
-                return (f"queue {row.queue}: {name} max {queue.max.get(name)}, in use {used}, "
-                        f"job needs {need}")
+                return (
+                    f"queue {row.queue}: {name} max {queue.max.get(name)}, in use {used}, "
+                    f"job needs {need}"
+                )
     return blocker

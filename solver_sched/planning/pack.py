@@ -18,8 +18,9 @@ from solver_sched.formulation.state import PlanState
 from solver_sched.solvers.result import Assignment
 
 
-def pack(snapshot: ClusterSnapshot, problem: Problem, assignment: Assignment) -> tuple[PlanState,
-                                                                                          list[str]]:
+def pack(
+    snapshot: ClusterSnapshot, problem: Problem, assignment: Assignment
+) -> tuple[PlanState, list[str]]:
     st = PlanState(snapshot, problem)
     notes: list[str] = []
     jobs = problem.jobs
@@ -28,24 +29,32 @@ def pack(snapshot: ClusterSnapshot, problem: Problem, assignment: Assignment) ->
         if target[jm.name] < jm.current:
             st.resize(j, target[jm.name], check_quota=False)
     growing = [j for j, jm in enumerate(jobs) if target[jm.name] > jm.current]
-    growing.sort(key=lambda j: (not jobs[j].starting, -jobs[j].priority, -_largest(problem, j),
-                                jobs[j].name))
+    growing.sort(
+        key=lambda j: (not jobs[j].starting, -jobs[j].priority, -_largest(problem, j), jobs[j].name)
+    )
     for j in growing:
         jm = jobs[j]
         chooser = _chooser(st, problem, jm.name, assignment)
         if not st.resize(j, target[jm.name], chooser=chooser, check_quota=False):
-            fallback = 0 if jm.starting else max(
-                (o.size for o in jm.options if o.size <= jm.current), default=0
+            fallback = (
+                0
+                if jm.starting
+                else max((o.size for o in jm.options if o.size <= jm.current), default=0)
             )
             st.resize(j, fallback, check_quota=False)
-            notes.append(f"repair: {jm.name} could not be packed at {target[jm.name]} pods; "
-                         f"kept at {fallback}")
+            notes.append(
+                f"repair: {jm.name} could not be packed at {target[jm.name]} pods; "
+                f"kept at {fallback}"
+            )
     return st, notes
 
 
 def _largest(problem: Problem, j: int) -> int:
-    sizes = [problem.shapes[s].requests.get("nvidia.com/gpu", 0)
-             for o in problem.jobs[j].options for s in o.new]
+    sizes = [
+        problem.shapes[s].requests.get("nvidia.com/gpu", 0)
+        for o in problem.jobs[j].options
+        for s in o.new
+    ]
     return max(sizes, default=0)
 
 

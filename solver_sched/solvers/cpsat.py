@@ -29,11 +29,14 @@ def solve_cpsat(
     """Returns status, values, objective, bound, wall seconds and a detail line."""
     start = time.perf_counter()
     cp = cp_model.CpModel()
-    xs = [cp.new_int_var(lb, ub, name) for name, lb, ub in zip(model.names, model.lb, model.ub,
-                                                                strict=True)]
+    xs = [
+        cp.new_int_var(lb, ub, name)
+        for name, lb, ub in zip(model.names, model.lb, model.ub, strict=True)
+    ]
     for con in model.constraints:
-        expr = cp_model.LinearExpr.weighted_sum([xs[v] for v, _ in con.terms],
-                                                [c for _, c in con.terms])
+        expr = cp_model.LinearExpr.weighted_sum(
+            [xs[v] for v, _ in con.terms], [c for _, c in con.terms]
+        )
         if con.lo is not None and con.hi is not None and con.lo == con.hi:
             cp.add(expr == con.lo).with_name(con.name)
         else:
@@ -55,7 +58,9 @@ def solve_cpsat(
     code = solver.solve(cp)
     status = _STATUS.get(code, SolveStatus.NO_SOLUTION)
     seconds = time.perf_counter() - start
-    detail = f"{len(xs)} vars, {len(model.constraints)} constraints, {solver.wall_time:.3f}s in search"
+    detail = (
+        f"{len(xs)} vars, {len(model.constraints)} constraints, {solver.wall_time:.3f}s in search"
+    )
     if status in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE):
         values = [int(solver.value(x)) for x in xs]
         return status, values, solver.objective_value, solver.best_objective_bound, seconds, detail

@@ -24,8 +24,9 @@ def solve_greedy(snapshot: ClusterSnapshot, problem: Problem) -> Assignment:
     for key, starters in problem.triggers.items():
         for h in starters:
             fired.setdefault(h, set()).add(key)
-    order = sorted(range(len(jobs)), key=lambda j: (-jobs[j].priority, -jobs[j].waiting_hours,
-                                                      jobs[j].name))
+    order = sorted(
+        range(len(jobs)), key=lambda j: (-jobs[j].priority, -jobs[j].waiting_hours, jobs[j].name)
+    )
     for j in order:  # 1. irregular sizes
         jm = jobs[j]
         if not jm.running_ok and not jm.starting:
@@ -35,8 +36,9 @@ def solve_greedy(snapshot: ClusterSnapshot, problem: Problem) -> Assignment:
         jm = jobs[j]
         if not jm.starting:
             continue
-        target = min((o.size for o in jm.options if o.size >= jm.current and o.size > 0),
-                     default=None)
+        target = min(
+            (o.size for o in jm.options if o.size >= jm.current and o.size > 0), default=None
+        )
         if target is None or not _start_with_victims(st, j, target, fired.get(j, set()), order):
             st.resize(j, 0)
     for j in order:  # 3. elastic growth
@@ -47,24 +49,32 @@ def solve_greedy(snapshot: ClusterSnapshot, problem: Problem) -> Assignment:
         for o in sorted(jm.options, key=lambda o: -o.size):
             if o.size <= size or st.resize(j, o.size):
                 break
-    return Assignment(sizes=dict(st.size), counts=counts_of(snapshot, problem, st.placed),
-                      nodes=dict(st.placed))
+    return Assignment(
+        sizes=dict(st.size), counts=counts_of(snapshot, problem, st.placed), nodes=dict(st.placed)
+    )
 
 
-def _start_with_victims(st: PlanState, j: int, target: int, fired: set[str],
-                        order: list[int]) -> bool:
+def _start_with_victims(
+    st: PlanState, j: int, target: int, fired: set[str], order: list[int]
+) -> bool:
     if st.resize(j, target):
         return True
     jobs = st.problem.jobs
     mark = st.mark()
     shrinkable = [
-        v for v in reversed(order)
-        if v != j and jobs[v].running_ok and len(jobs[v].options) > 1
+        v
+        for v in reversed(order)
+        if v != j
+        and jobs[v].running_ok
+        and len(jobs[v].options) > 1
         and st.size[jobs[v].name] > jobs[v].options[1].size
     ]
     breakable = [
-        v for v in reversed(order)
-        if v != j and jobs[v].running_ok and st.size[jobs[v].name] > 0
+        v
+        for v in reversed(order)
+        if v != j
+        and jobs[v].running_ok
+        and st.size[jobs[v].name] > 0
         and fired.intersection(jobs[v].break_needs)
     ]
     for v in shrinkable:  # one allowed size at a time: take back no more than needed

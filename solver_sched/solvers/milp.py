@@ -41,9 +41,13 @@ def solve_milp(
     detail = f"{name}, {len(xs)} vars, {len(model.constraints)} constraints"
     has_solution = lp.sol_status in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible)
     if not has_solution:
-        status = SolveStatus.INFEASIBLE if lp.status == pulp.LpStatusInfeasible else SolveStatus.NO_SOLUTION
+        status = (
+            SolveStatus.INFEASIBLE
+            if lp.status == pulp.LpStatusInfeasible
+            else SolveStatus.NO_SOLUTION
+        )
         return status, None, None, None, seconds, detail
-    values = [int(round(x.value() or 0)) for x in xs]
+    values = [round(x.value() or 0) for x in xs]
     objective = float(model.objective_value(values))
     optimal = lp.sol_status == pulp.LpSolutionOptimal
     bound = objective if optimal else _highs_bound(solver)
@@ -54,6 +58,6 @@ def solve_milp(
 def _highs_bound(solver: pulp.LpSolver) -> float | None:
     """HiGHS reports its dual bound on the underlying model; CBC through PuLP does not."""
     try:
-        return float(solver.solverModel.getInfo().mip_dual_bound)  # type: ignore[attr-defined]
+        return float(solver.solverModel.getInfo().mip_dual_bound)
     except AttributeError:
         return None

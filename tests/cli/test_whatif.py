@@ -17,10 +17,17 @@ MODEL_FILES = sorted(MODELS.glob("*.yaml"))
 BACKENDS = ("cpsat", "milp", "greedy")
 NOW = "2026-01-01T12:00:00Z"
 
-TOP_KEYS = {"status", "solver", "objective", "bound", "solveSeconds", "jobs", "binds",
-            "evictions"}
-JOB_KEYS = {"name", "queue", "priority", "minWorkers", "maxWorkers", "currentWorkers", "workers",
-            "reason"}
+TOP_KEYS = {"status", "solver", "objective", "bound", "solveSeconds", "jobs", "binds", "evictions"}
+JOB_KEYS = {
+    "name",
+    "queue",
+    "priority",
+    "minWorkers",
+    "maxWorkers",
+    "currentWorkers",
+    "workers",
+    "reason",
+}
 BIND_KEYS = {"pod", "node"}
 EVICTION_KEYS = {"job", "pods", "reason"}
 
@@ -41,8 +48,9 @@ def jobs_by_name(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {j["name"]: j for j in doc["jobs"]}
 
 
-def write(tmp_path: Path, *groups: dict[str, Any] | list[dict[str, Any]],
-          name: str = "cluster.yaml") -> Path:
+def write(
+    tmp_path: Path, *groups: dict[str, Any] | list[dict[str, Any]], name: str = "cluster.yaml"
+) -> Path:
     objs: list[dict[str, Any]] = []
     for g in groups:
         objs.extend(g if isinstance(g, list) else [g])
@@ -53,7 +61,12 @@ def write(tmp_path: Path, *groups: dict[str, Any] | list[dict[str, Any]],
 
 def test_models_present() -> None:
     assert {p.stem for p in MODEL_FILES} >= {
-        "gang-8-on-5", "elastic-fill", "guaranteed-preempts-elastic", "cooldown", "quota-max-jobs"}
+        "gang-8-on-5",
+        "elastic-fill",
+        "guaranteed-preempts-elastic",
+        "cooldown",
+        "quota-max-jobs",
+    }
 
 
 # -- every seed with every backend: exit 0 and the JSON contract -----------------------------
@@ -94,19 +107,38 @@ def test_seed_table_output(capsys: pytest.CaptureFixture[str], model: Path, back
 
 # model, --now, expected workers per job, expected substrings of reasons
 SEEDS = [
-    pytest.param("gang-8-on-5", NOW, {"default/big": 0, "default/small": 4},
-                 {"default/big": "needs 8"}, id="gang-8-on-5"),
+    pytest.param(
+        "gang-8-on-5",
+        NOW,
+        {"default/big": 0, "default/small": 4},
+        {"default/big": "needs 8"},
+        id="gang-8-on-5",
+    ),
     pytest.param("elastic-fill", NOW, {"default/elastic": 8}, {}, id="elastic-fill"),
-    pytest.param("guaranteed-preempts-elastic", NOW, {"default/elastic": 4, "default/trainer": 8},
-                 {}, id="guaranteed-preempts-elastic"),
-    pytest.param("cooldown", NOW, {"default/elastic": 4},
-                 {"default/elastic": "cooldown until 12:08:00"}, id="cooldown-locked"),
-    pytest.param("cooldown", "2026-01-01T12:09:00Z", {"default/elastic": 16}, {},
-                 id="cooldown-expired"),
-    pytest.param("quota-max-jobs", NOW,
-                 {"team-a/first": 4, "team-a/second": 0, "team-b/b-big": 4, "team-b/b-small": 0},
-                 {"team-a/second": "kube-queue/max-jobs", "team-b/b-small": "nvidia.com/gpu max 4"},
-                 id="quota-max-jobs"),
+    pytest.param(
+        "guaranteed-preempts-elastic",
+        NOW,
+        {"default/elastic": 4, "default/trainer": 8},
+        {},
+        id="guaranteed-preempts-elastic",
+    ),
+    pytest.param(
+        "cooldown",
+        NOW,
+        {"default/elastic": 4},
+        {"default/elastic": "cooldown until 12:08:00"},
+        id="cooldown-locked",
+    ),
+    pytest.param(
+        "cooldown", "2026-01-01T12:09:00Z", {"default/elastic": 16}, {}, id="cooldown-expired"
+    ),
+    pytest.param(
+        "quota-max-jobs",
+        NOW,
+        {"team-a/first": 4, "team-a/second": 0, "team-b/b-big": 4, "team-b/b-small": 0},
+        {"team-a/second": "kube-queue/max-jobs", "team-b/b-small": "nvidia.com/gpu max 4"},
+        id="quota-max-jobs",
+    ),
 ]
 
 
@@ -114,14 +146,21 @@ SEEDS = [
 # pair is checked by test_guaranteed_preempts_elastic_greedy_keeps_invariants instead.
 SEED_RUNS = [
     pytest.param(backend, *seed.values, id=f"{seed.id}-{backend}")
-    for seed in SEEDS for backend in BACKENDS
+    for seed in SEEDS
+    for backend in BACKENDS
     if not (backend == "greedy" and seed.id == "guaranteed-preempts-elastic")
 ]
 
 
 @pytest.mark.parametrize(("backend", "model", "now", "workers", "reasons"), SEED_RUNS)
-def test_seed_expectations(capsys: pytest.CaptureFixture[str], backend: str, model: str, now: str,
-                           workers: dict[str, int], reasons: dict[str, str]) -> None:
+def test_seed_expectations(
+    capsys: pytest.CaptureFixture[str],
+    backend: str,
+    model: str,
+    now: str,
+    workers: dict[str, int],
+    reasons: dict[str, str],
+) -> None:
     doc = run_json(capsys, MODELS / f"{model}.yaml", "--solver", backend, "--now", now)
     jobs = jobs_by_name(doc)
     assert {n: jobs[n]["workers"] for n in workers} == workers
@@ -133,8 +172,9 @@ def test_seed_expectations(capsys: pytest.CaptureFixture[str], backend: str, mod
 def test_guaranteed_preempts_elastic_evicts_highest_index_workers(
     capsys: pytest.CaptureFixture[str], backend: str
 ) -> None:
-    doc = run_json(capsys, MODELS / "guaranteed-preempts-elastic.yaml", "--solver", backend,
-                   "--now", NOW)
+    doc = run_json(
+        capsys, MODELS / "guaranteed-preempts-elastic.yaml", "--solver", backend, "--now", NOW
+    )
     assert len(doc["evictions"]) == 1
     ev = doc["evictions"][0]
     assert ev["job"] == "default/elastic"
@@ -150,8 +190,9 @@ def test_guaranteed_preempts_elastic_greedy_keeps_invariants(
     """Greedy shrinks the elastic job to its smallest size (2), evicting 6 where 4 would do; the
     exact backends find 4. Pin what must hold regardless: trainer starts, the elastic job keeps an
     allowed power-of-two size, and only its highest-index workers go."""
-    doc = run_json(capsys, MODELS / "guaranteed-preempts-elastic.yaml", "--solver", "greedy",
-                   "--now", NOW)
+    doc = run_json(
+        capsys, MODELS / "guaranteed-preempts-elastic.yaml", "--solver", "greedy", "--now", NOW
+    )
     jobs = jobs_by_name(doc)
     assert jobs["default/trainer"]["workers"] == 8
     kept = jobs["default/elastic"]["workers"]
@@ -172,12 +213,15 @@ def test_missing_file_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path
 
 @pytest.mark.parametrize(
     "text",
-    [pytest.param("kind: Node\nmetadata: {name: [oops\n", id="broken-yaml"),
-     pytest.param("just some words\n", id="plain-text"),
-     pytest.param("- 1\n- 2\n", id="yaml-list")],
+    [
+        pytest.param("kind: Node\nmetadata: {name: [oops\n", id="broken-yaml"),
+        pytest.param("just some words\n", id="plain-text"),
+        pytest.param("- 1\n- 2\n", id="yaml-list"),
+    ],
 )
-def test_non_kubernetes_file_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path,
-                                     text: str) -> None:
+def test_non_kubernetes_file_exits_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str
+) -> None:
     path = tmp_path / "notes.txt"
     path.write_text(text)
     rc, out, err = run(capsys, path, "--now", NOW)
@@ -196,12 +240,21 @@ def test_binary_file_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path)
     ("config", "needle"),
     [
         pytest.param({"weights": {"elastic": -1}}, "weights.elastic", id="negative-weight"),
-        pytest.param({"weights": {"tiers": [{"minPriority": 0, "weight": 10},
-                                            {"minPriority": 100, "weight": 5}]}},
-                     "weights.tiers", id="tiers-out-of-order"),
+        pytest.param(
+            {
+                "weights": {
+                    "tiers": [{"minPriority": 0, "weight": 10}, {"minPriority": 100, "weight": 5}]
+                }
+            },
+            "weights.tiers",
+            id="tiers-out-of-order",
+        ),
         pytest.param({"settings": {"solver": "magic"}}, "settings.solver", id="unknown-solver"),
-        pytest.param({"settings": {"defaultCooldown": "ten minutes"}},
-                     "settings.defaultCooldown", id="bad-cooldown"),
+        pytest.param(
+            {"settings": {"defaultCooldown": "ten minutes"}},
+            "settings.defaultCooldown",
+            id="bad-cooldown",
+        ),
         pytest.param({"settings": {"bogus": 1}}, "settings.bogus", id="unknown-field"),
     ],
 )
@@ -230,12 +283,15 @@ def test_valid_config_is_used(capsys: pytest.CaptureFixture[str], tmp_path: Path
 
 @pytest.mark.parametrize(
     ("now", "needle"),
-    [pytest.param("yesterday", "not RFC 3339", id="words"),
-     pytest.param("2026-01-01T12:00:00", "time zone", id="no-zone"),
-     pytest.param("2026-13-01T12:00:00Z", "not RFC 3339", id="bad-month")],
+    [
+        pytest.param("yesterday", "not RFC 3339", id="words"),
+        pytest.param("2026-01-01T12:00:00", "time zone", id="no-zone"),
+        pytest.param("2026-13-01T12:00:00Z", "not RFC 3339", id="bad-month"),
+    ],
 )
-def test_bad_now_is_a_usage_error(capsys: pytest.CaptureFixture[str], now: str,
-                                  needle: str) -> None:
+def test_bad_now_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], now: str, needle: str
+) -> None:
     with pytest.raises(SystemExit) as exc:
         main(["whatif", str(MODELS / "gang-8-on-5.yaml"), "--now", now])
     assert exc.value.code == 2
@@ -244,10 +300,12 @@ def test_bad_now_is_a_usage_error(capsys: pytest.CaptureFixture[str], now: str,
 
 @pytest.mark.parametrize(
     "argv",
-    [pytest.param(["whatif"], id="no-files"),
-     pytest.param(["whatif", "x.yaml", "--solver", "gurobi"], id="unknown-backend"),
-     pytest.param(["whatif", "x.yaml", "-o", "xml"], id="unknown-output"),
-     pytest.param([], id="no-command")],
+    [
+        pytest.param(["whatif"], id="no-files"),
+        pytest.param(["whatif", "x.yaml", "--solver", "gurobi"], id="unknown-backend"),
+        pytest.param(["whatif", "x.yaml", "-o", "xml"], id="unknown-output"),
+        pytest.param([], id="no-command"),
+    ],
 )
 def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
     with pytest.raises(SystemExit) as exc:
@@ -269,9 +327,19 @@ def _bad_node() -> dict[str, Any]:
 
 
 def _bad_queue() -> list[dict[str, Any]]:
-    tree = quota_tree({"name": "root", "children": [
-        {"name": "q-bad", "namespaces": ["bad"], "min": {"nvidia.com/gpu": "8"},
-         "max": {"nvidia.com/gpu": "2"}}]})
+    tree = quota_tree(
+        {
+            "name": "root",
+            "children": [
+                {
+                    "name": "q-bad",
+                    "namespaces": ["bad"],
+                    "min": {"nvidia.com/gpu": "8"},
+                    "max": {"nvidia.com/gpu": "2"},
+                }
+            ],
+        }
+    )
     return [tree, *gang("bad", 2, namespace="bad")]
 
 
@@ -283,21 +351,39 @@ def _missing_podgroup() -> list[dict[str, Any]]:
 @pytest.mark.parametrize(
     ("bad", "bad_job", "needles"),
     [
-        pytest.param(_bad_podgroup(), "default/bad",
-                     ["PodGroup default/bad", "solver-sched.io/max-member", "2 < spec.minMember 4"],
-                     id="podgroup-max-below-min"),
-        pytest.param(_missing_podgroup(), "default/bad", ["PodGroup default/bad", "not found"],
-                     id="podgroup-missing"),
-        pytest.param(_bad_queue(), "bad/bad",
-                     ["ElasticQuotaTree", "spec.root.children[0].min.nvidia.com/gpu"],
-                     id="queue-min-above-max"),
-        pytest.param([_bad_node()], None, ["Node broken", "status.allocatable.nvidia.com/gpu"],
-                     id="node-bad-allocatable"),
+        pytest.param(
+            _bad_podgroup(),
+            "default/bad",
+            ["PodGroup default/bad", "solver-sched.io/max-member", "2 < spec.minMember 4"],
+            id="podgroup-max-below-min",
+        ),
+        pytest.param(
+            _missing_podgroup(),
+            "default/bad",
+            ["PodGroup default/bad", "not found"],
+            id="podgroup-missing",
+        ),
+        pytest.param(
+            _bad_queue(),
+            "bad/bad",
+            ["ElasticQuotaTree", "spec.root.children[0].min.nvidia.com/gpu"],
+            id="queue-min-above-max",
+        ),
+        pytest.param(
+            [_bad_node()],
+            None,
+            ["Node broken", "status.allocatable.nvidia.com/gpu"],
+            id="node-bad-allocatable",
+        ),
     ],
 )
 def test_one_invalid_object_still_plans_the_rest(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path, backend: str,
-    bad: list[dict[str, Any]], bad_job: str | None, needles: list[str],
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    backend: str,
+    bad: list[dict[str, Any]],
+    bad_job: str | None,
+    needles: list[str],
 ) -> None:
     path = write(tmp_path, node("n1", gpus=8), gang("good", 4), bad)
     doc = run_json(capsys, path, "--solver", backend, "--now", NOW)
@@ -312,20 +398,22 @@ def test_one_invalid_object_still_plans_the_rest(
     assert any(all(n in e for n in needles) for e in doc["errors"]), doc["errors"]
 
 
-def test_invalid_object_shown_in_table(capsys: pytest.CaptureFixture[str],
-                                       tmp_path: Path) -> None:
+def test_invalid_object_shown_in_table(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     path = write(tmp_path, node("n1", gpus=8), gang("good", 4), _bad_podgroup())
     rc, out, _ = run(capsys, path, "--now", NOW)
     assert rc == 0
     assert "INPUT ERRORS (1)" in out
-    assert "PodGroup default/bad: metadata.annotations[solver-sched.io/max-member]: " \
+    assert (
+        "PodGroup default/bad: metadata.annotations[solver-sched.io/max-member]: "
         "solver-sched.io/max-member 2 < spec.minMember 4" in out
+    )
 
 
 def test_several_files_and_kind_list(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     nodes = tmp_path / "nodes.json"
-    nodes.write_text(json.dumps({"apiVersion": "v1", "kind": "List",
-                                 "items": [node("n1", gpus=4)]}))
+    nodes.write_text(
+        json.dumps({"apiVersion": "v1", "kind": "List", "items": [node("n1", gpus=4)]})
+    )
     jobs = write(tmp_path, gang("g", 4), pod_group("unused", min_member=1), name="jobs.yaml")
     doc = run_json(capsys, nodes, jobs, "--now", NOW)
     assert jobs_by_name(doc)["default/g"]["workers"] == 4

@@ -22,29 +22,51 @@ def _kinds_and_names(objs: list[dict]) -> list[tuple[str, str]]:
     ("text", "expected"),
     [
         pytest.param(NODE, [("Node", "n1")], id="single-object"),
-        pytest.param(f"---\n{NODE}---\n{POD}", [("Node", "n1"), ("Pod", "p1")],
-                     id="multi-document"),
-        pytest.param(f"{NODE}---\n---\n{POD}---\n", [("Node", "n1"), ("Pod", "p1")],
-                     id="multi-document-with-empty-docs"),
+        pytest.param(
+            f"---\n{NODE}---\n{POD}", [("Node", "n1"), ("Pod", "p1")], id="multi-document"
+        ),
+        pytest.param(
+            f"{NODE}---\n---\n{POD}---\n",
+            [("Node", "n1"), ("Pod", "p1")],
+            id="multi-document-with-empty-docs",
+        ),
         pytest.param(
             "apiVersion: v1\nkind: List\nitems:\n"
             "- {apiVersion: v1, kind: Node, metadata: {name: n1}}\n"
             "- {apiVersion: v1, kind: Pod, metadata: {name: p1}}\n",
-            [("Node", "n1"), ("Pod", "p1")], id="kind-List"),
+            [("Node", "n1"), ("Pod", "p1")],
+            id="kind-List",
+        ),
         pytest.param(
             "apiVersion: v1\nkind: PodList\nitems:\n- {kind: Pod, metadata: {name: p1}}\n",
-            [("Pod", "p1")], id="typed-PodList"),
+            [("Pod", "p1")],
+            id="typed-PodList",
+        ),
         pytest.param(
             "kind: List\nitems:\n- kind: List\n  items:\n  - {kind: Node, metadata: {name: n1}}\n",
-            [("Node", "n1")], id="nested-List"),
+            [("Node", "n1")],
+            id="nested-List",
+        ),
         pytest.param(
-            json.dumps({"apiVersion": "v1", "kind": "List", "items": [
-                {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}},
-                {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p1"}},
-            ]}, indent=2),
-            [("Node", "n1"), ("Pod", "p1")], id="json-List"),
-        pytest.param(json.dumps({"kind": "Node", "metadata": {"name": "n1"}}),
-                     [("Node", "n1")], id="json-object"),
+            json.dumps(
+                {
+                    "apiVersion": "v1",
+                    "kind": "List",
+                    "items": [
+                        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}},
+                        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p1"}},
+                    ],
+                },
+                indent=2,
+            ),
+            [("Node", "n1"), ("Pod", "p1")],
+            id="json-List",
+        ),
+        pytest.param(
+            json.dumps({"kind": "Node", "metadata": {"name": "n1"}}),
+            [("Node", "n1")],
+            id="json-object",
+        ),
         pytest.param("", [], id="empty-file"),
         pytest.param("# only a comment\n", [], id="comment-only"),
         pytest.param("kind: List\nitems: []\n", [], id="empty-List"),
@@ -72,16 +94,21 @@ def test_a_list_kind_without_items_is_kept_as_an_object(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("name", "text", "needle"),
     [
-        pytest.param("bad.yaml", "kind: Node\nmetadata: {name: [unclosed\n", "not valid YAML",
-                     id="invalid-yaml"),
-        pytest.param("bad.json", '{"kind": "Node", "metadata": ', "not valid YAML",
-                     id="truncated-json"),
-        pytest.param("tabs.yaml", "kind: Node\n\tmetadata: x\n", "not valid YAML",
-                     id="tab-indent"),
+        pytest.param(
+            "bad.yaml",
+            "kind: Node\nmetadata: {name: [unclosed\n",
+            "not valid YAML",
+            id="invalid-yaml",
+        ),
+        pytest.param(
+            "bad.json", '{"kind": "Node", "metadata": ', "not valid YAML", id="truncated-json"
+        ),
+        pytest.param("tabs.yaml", "kind: Node\n\tmetadata: x\n", "not valid YAML", id="tab-indent"),
         pytest.param("scalar.yaml", "hello world\n", "found a str", id="plain-text"),
         pytest.param("list.yaml", "- kind: Node\n", "found a list", id="top-level-sequence"),
-        pytest.param("items.yaml", "kind: List\nitems: [3]\n", "found a int",
-                     id="non-object-list-item"),
+        pytest.param(
+            "items.yaml", "kind: List\nitems: [3]\n", "found a int", id="non-object-list-item"
+        ),
     ],
 )
 def test_unreadable_content_raises_input_file_error_naming_the_path(
@@ -130,8 +157,10 @@ def test_binary_file_raises_input_file_error(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    [pytest.param("kind:\nmetadata: {name: x}\n", id="kind-null"),
-     pytest.param("kind: 5\nmetadata: {name: x}\n", id="kind-int")],
+    [
+        pytest.param("kind:\nmetadata: {name: x}\n", id="kind-null"),
+        pytest.param("kind: 5\nmetadata: {name: x}\n", id="kind-int"),
+    ],
 )
 def test_non_string_kind_does_not_crash(tmp_path: Path, text: str) -> None:
     path = tmp_path / "objs.yaml"

@@ -30,9 +30,14 @@ def snap(*objs: dict[str, Any] | list[dict[str, Any]]) -> ClusterSnapshot:
     return snapshot_from_objects(copy.deepcopy(flat))
 
 
-def raw_pod(name: str = "p", *, containers: list[dict[str, Any]] | None = None,
-            init: list[dict[str, Any]] | None = None, overhead: dict[str, Any] | None = None,
-            **spec: Any) -> dict[str, Any]:
+def raw_pod(
+    name: str = "p",
+    *,
+    containers: list[dict[str, Any]] | None = None,
+    init: list[dict[str, Any]] | None = None,
+    overhead: dict[str, Any] | None = None,
+    **spec: Any,
+) -> dict[str, Any]:
     """A pod with hand-written containers (requests/limits/restartPolicy as given)."""
     body: dict[str, Any] = {"schedulerName": "solver-sched", "containers": containers or []}
     if init:
@@ -40,13 +45,20 @@ def raw_pod(name: str = "p", *, containers: list[dict[str, Any]] | None = None,
     if overhead:
         body["overhead"] = overhead
     body.update(spec)
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": "default"}, "spec": body,
-            "status": {"phase": "Pending"}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": body,
+        "status": {"phase": "Pending"},
+    }
 
 
-def c(requests: dict[str, Any] | None = None, limits: dict[str, Any] | None = None,
-      restart: str | None = None) -> dict[str, Any]:
+def c(
+    requests: dict[str, Any] | None = None,
+    limits: dict[str, Any] | None = None,
+    restart: str | None = None,
+) -> dict[str, Any]:
     out: dict[str, Any] = {"name": "c", "resources": {}}
     if requests is not None:
         out["resources"]["requests"] = requests
@@ -65,10 +77,21 @@ def error_strings(s: ClusterSnapshot) -> list[str]:
 
 
 def test_node_allocatable_labels_taints_parsed() -> None:
-    taints = [{"key": "gpu", "value": "a100", "effect": "NoSchedule"},
-              {"key": "maint", "effect": "NoExecute"}]
-    s = snap(node("n1", gpus=8, cpu="63500m", memory="500Gi", pods=110,
-                  labels={"zone": "a"}, taints=taints))
+    taints = [
+        {"key": "gpu", "value": "a100", "effect": "NoSchedule"},
+        {"key": "maint", "effect": "NoExecute"},
+    ]
+    s = snap(
+        node(
+            "n1",
+            gpus=8,
+            cpu="63500m",
+            memory="500Gi",
+            pods=110,
+            labels={"zone": "a"},
+            taints=taints,
+        )
+    )
     n = s.nodes["n1"]
     assert dict(n.allocatable) == {CPU: 63500, MEM: 500 * 2**30, PODS: 110, GPU: 8}
     assert n.labels == {"kubernetes.io/hostname": "n1", "zone": "a"}
@@ -90,9 +113,11 @@ def test_node_without_allocatable_falls_back_to_capacity() -> None:
 
 @pytest.mark.parametrize(
     ("resource", "value"),
-    [pytest.param(GPU, "eight", id="gpu-word"),
-     pytest.param(CPU, "1.2.3", id="cpu-two-dots"),
-     pytest.param(MEM, "-1Gi", id="memory-negative")],
+    [
+        pytest.param(GPU, "eight", id="gpu-word"),
+        pytest.param(CPU, "1.2.3", id="cpu-two-dots"),
+        pytest.param(MEM, "-1Gi", id="memory-negative"),
+    ],
 )
 def test_unparsable_node_allocatable_marks_node_invalid(resource: str, value: str) -> None:
     raw = node("bad")
@@ -112,49 +137,101 @@ def test_unparsable_node_allocatable_marks_node_invalid(resource: str, value: st
 @pytest.mark.parametrize(
     ("pod_obj", "expected"),
     [
-        pytest.param(raw_pod(containers=[c({"cpu": "1", "memory": "1Gi"})]),
-                     {CPU: 1000, MEM: 2**30, PODS: 1}, id="one-container"),
-        pytest.param(raw_pod(containers=[c({"cpu": "1"}), c({"cpu": "500m", "memory": "1Gi"})]),
-                     {CPU: 1500, MEM: 2**30, PODS: 1}, id="sum-of-containers"),
-        pytest.param(raw_pod(containers=[c(limits={"nvidia.com/gpu": "2"})]),
-                     {GPU: 2, PODS: 1}, id="gpu-from-limits"),
-        pytest.param(raw_pod(containers=[c({"cpu": "1"}, {"cpu": "4", GPU: "1"})]),
-                     {CPU: 1000, GPU: 1, PODS: 1}, id="requests-win-over-limits"),
-        pytest.param(raw_pod(containers=[c(limits={"cpu": "2", "memory": "4Gi"})]),
-                     {CPU: 2000, MEM: 4 * 2**30, PODS: 1}, id="all-from-limits"),
+        pytest.param(
+            raw_pod(containers=[c({"cpu": "1", "memory": "1Gi"})]),
+            {CPU: 1000, MEM: 2**30, PODS: 1},
+            id="one-container",
+        ),
+        pytest.param(
+            raw_pod(containers=[c({"cpu": "1"}), c({"cpu": "500m", "memory": "1Gi"})]),
+            {CPU: 1500, MEM: 2**30, PODS: 1},
+            id="sum-of-containers",
+        ),
+        pytest.param(
+            raw_pod(containers=[c(limits={"nvidia.com/gpu": "2"})]),
+            {GPU: 2, PODS: 1},
+            id="gpu-from-limits",
+        ),
+        pytest.param(
+            raw_pod(containers=[c({"cpu": "1"}, {"cpu": "4", GPU: "1"})]),
+            {CPU: 1000, GPU: 1, PODS: 1},
+            id="requests-win-over-limits",
+        ),
+        pytest.param(
+            raw_pod(containers=[c(limits={"cpu": "2", "memory": "4Gi"})]),
+            {CPU: 2000, MEM: 4 * 2**30, PODS: 1},
+            id="all-from-limits",
+        ),
         pytest.param(raw_pod(containers=[c()]), {PODS: 1}, id="no-resources-still-a-pod"),
-        pytest.param(raw_pod(containers=[c({"cpu": "1", "pods": "7"})]),
-                     {CPU: 1000, PODS: 1}, id="pods-is-always-1"),
-        pytest.param(raw_pod(containers=[c({"cpu": "1"})], init=[c({"cpu": "3"})]),
-                     {CPU: 3000, PODS: 1}, id="init-larger-than-main"),
-        pytest.param(raw_pod(containers=[c({"cpu": "1"}), c({"cpu": "2"})],
-                             init=[c({"cpu": "2"})]),
-                     {CPU: 3000, PODS: 1}, id="main-sum-larger-than-init"),
-        pytest.param(raw_pod(containers=[c({"cpu": "1"})],
-                             init=[c({"cpu": "2"}), c({"cpu": "4"})]),
-                     {CPU: 4000, PODS: 1}, id="init-max-not-sum"),
-        pytest.param(raw_pod(containers=[c({"cpu": "2", "memory": "1Gi"})],
-                             init=[c({"cpu": "1", "memory": "8Gi"})]),
-                     {CPU: 2000, MEM: 8 * 2**30, PODS: 1}, id="init-max-per-resource"),
-        pytest.param(raw_pod(containers=[c({"cpu": "2"})],
-                             init=[c({"cpu": "1"}, restart="Always")]),
-                     {CPU: 3000, PODS: 1}, id="sidecar-added-to-main"),
-        pytest.param(raw_pod(containers=[c({"cpu": "2"})],
-                             init=[c({"cpu": "1"}, restart="Always"), c({"cpu": "4"})]),
-                     {CPU: 5000, PODS: 1}, id="init-after-sidecar-runs-alongside-it"),
-        pytest.param(raw_pod(containers=[c({"cpu": "2"})],
-                             init=[c({"cpu": "4"}), c({"cpu": "1"}, restart="Always")]),
-                     {CPU: 4000, PODS: 1}, id="init-before-sidecar-runs-alone"),
-        pytest.param(raw_pod(containers=[c({"cpu": "1"})],
-                             init=[c({"cpu": "1"}, restart="Always"),
-                                   c({"cpu": "1"}, restart="Always")]),
-                     {CPU: 3000, PODS: 1}, id="two-sidecars"),
-        pytest.param(raw_pod(containers=[c({"cpu": "1", GPU: "1"})],
-                             overhead={"cpu": "250m", "memory": "64Mi"}),
-                     {CPU: 1250, MEM: 64 * 2**20, GPU: 1, PODS: 1}, id="overhead-added"),
-        pytest.param(raw_pod(containers=[c({"cpu": "1"})], init=[c({"cpu": "3"})],
-                             overhead={"cpu": "100m"}),
-                     {CPU: 3100, PODS: 1}, id="overhead-on-top-of-init-max"),
+        pytest.param(
+            raw_pod(containers=[c({"cpu": "1", "pods": "7"})]),
+            {CPU: 1000, PODS: 1},
+            id="pods-is-always-1",
+        ),
+        pytest.param(
+            raw_pod(containers=[c({"cpu": "1"})], init=[c({"cpu": "3"})]),
+            {CPU: 3000, PODS: 1},
+            id="init-larger-than-main",
+        ),
+        pytest.param(
+            raw_pod(containers=[c({"cpu": "1"}), c({"cpu": "2"})], init=[c({"cpu": "2"})]),
+            {CPU: 3000, PODS: 1},
+            id="main-sum-larger-than-init",
+        ),
+        pytest.param(
+            raw_pod(containers=[c({"cpu": "1"})], init=[c({"cpu": "2"}), c({"cpu": "4"})]),
+            {CPU: 4000, PODS: 1},
+            id="init-max-not-sum",
+        ),
+        pytest.param(
+            raw_pod(
+                containers=[c({"cpu": "2", "memory": "1Gi"})],
+                init=[c({"cpu": "1", "memory": "8Gi"})],
+            ),
+            {CPU: 2000, MEM: 8 * 2**30, PODS: 1},
+            id="init-max-per-resource",
+        ),
+        pytest.param(
+            raw_pod(containers=[c({"cpu": "2"})], init=[c({"cpu": "1"}, restart="Always")]),
+            {CPU: 3000, PODS: 1},
+            id="sidecar-added-to-main",
+        ),
+        pytest.param(
+            raw_pod(
+                containers=[c({"cpu": "2"})],
+                init=[c({"cpu": "1"}, restart="Always"), c({"cpu": "4"})],
+            ),
+            {CPU: 5000, PODS: 1},
+            id="init-after-sidecar-runs-alongside-it",
+        ),
+        pytest.param(
+            raw_pod(
+                containers=[c({"cpu": "2"})],
+                init=[c({"cpu": "4"}), c({"cpu": "1"}, restart="Always")],
+            ),
+            {CPU: 4000, PODS: 1},
+            id="init-before-sidecar-runs-alone",
+        ),
+        pytest.param(
+            raw_pod(
+                containers=[c({"cpu": "1"})],
+                init=[c({"cpu": "1"}, restart="Always"), c({"cpu": "1"}, restart="Always")],
+            ),
+            {CPU: 3000, PODS: 1},
+            id="two-sidecars",
+        ),
+        pytest.param(
+            raw_pod(
+                containers=[c({"cpu": "1", GPU: "1"})], overhead={"cpu": "250m", "memory": "64Mi"}
+            ),
+            {CPU: 1250, MEM: 64 * 2**20, GPU: 1, PODS: 1},
+            id="overhead-added",
+        ),
+        pytest.param(
+            raw_pod(containers=[c({"cpu": "1"})], init=[c({"cpu": "3"})], overhead={"cpu": "100m"}),
+            {CPU: 3100, PODS: 1},
+            id="overhead-on-top-of-init-max",
+        ),
     ],
 )
 def test_pod_requests(pod_obj: dict[str, Any], expected: dict[str, int]) -> None:
@@ -207,8 +284,9 @@ def test_only_our_pods_make_jobs() -> None:
         o["spec"]["schedulerName"] = "default-scheduler"
     s = snap(node("n1"), theirs, pod("lone-theirs", scheduler="volcano"), gang("ours", 2))
     assert set(s.jobs) == {"default/ours"}
-    assert {"default/theirs-worker-0", "default/theirs-worker-1",
-            "default/lone-theirs"} <= set(s.pods)
+    assert {"default/theirs-worker-0", "default/theirs-worker-1", "default/lone-theirs"} <= set(
+        s.pods
+    )
     assert len(s.pods_by_node["n1"]) == 2  # their bound pods still consume capacity
 
 
@@ -229,17 +307,23 @@ def _pg(api_version: str, ns: str = "ml", min_member: int = 3) -> dict[str, Any]
     spec: dict[str, Any] = {"minMember": min_member}
     if api_version.startswith("scheduling.k8s.io/"):
         spec = {"schedulingPolicy": {"gang": {"minCount": min_member}}}
-    return {"apiVersion": api_version, "kind": "PodGroup",
-            "metadata": {"name": "g", "namespace": ns}, "spec": spec}
+    return {
+        "apiVersion": api_version,
+        "kind": "PodGroup",
+        "metadata": {"name": "g", "namespace": ns},
+        "spec": spec,
+    }
 
 
 @pytest.mark.parametrize(
     ("api_version", "label_api"),
     [
-        pytest.param("scheduling.x-k8s.io/v1alpha1", "scheduling.x-k8s.io",
-                     id="scheduler-plugins"),
-        pytest.param("scheduling.sigs.k8s.io/v1alpha1", "scheduling.x-k8s.io",
-                     id="scheduler-plugins-old-apiVersion"),
+        pytest.param("scheduling.x-k8s.io/v1alpha1", "scheduling.x-k8s.io", id="scheduler-plugins"),
+        pytest.param(
+            "scheduling.sigs.k8s.io/v1alpha1",
+            "scheduling.x-k8s.io",
+            id="scheduler-plugins-old-apiVersion",
+        ),
         pytest.param("scheduling.volcano.sh/v1beta1", "scheduling.volcano.sh", id="volcano"),
         pytest.param("scheduling.k8s.io/v1alpha1", "scheduling.k8s.io", id="upstream-k8s"),
     ],
@@ -285,14 +369,21 @@ def test_same_group_name_in_two_namespaces_is_two_jobs() -> None:
     ("objs", "needle"),
     [
         pytest.param([pod("w-0", group="ghost")], "PodGroup default/ghost", id="no-podgroup"),
-        pytest.param([pod_group("ghost", namespace="other"), pod("w-0", group="ghost")],
-                     "PodGroup default/ghost", id="podgroup-in-other-namespace"),
-        pytest.param([pod_group("ghost", api="scheduling.volcano.sh"), pod("w-0", group="ghost")],
-                     "PodGroup default/ghost", id="podgroup-of-another-api"),
+        pytest.param(
+            [pod_group("ghost", namespace="other"), pod("w-0", group="ghost")],
+            "PodGroup default/ghost",
+            id="podgroup-in-other-namespace",
+        ),
+        pytest.param(
+            [pod_group("ghost", api="scheduling.volcano.sh"), pod("w-0", group="ghost")],
+            "PodGroup default/ghost",
+            id="podgroup-of-another-api",
+        ),
     ],
 )
-def test_pod_pointing_to_missing_podgroup_is_invalid(objs: list[dict[str, Any]],
-                                                      needle: str) -> None:
+def test_pod_pointing_to_missing_podgroup_is_invalid(
+    objs: list[dict[str, Any]], needle: str
+) -> None:
     s = snap(objs, gang("fine", 2))
     job = s.jobs["default/ghost"]
     assert job.invalid is not None and needle in job.invalid and "not found" in job.invalid
@@ -314,8 +405,15 @@ def test_lone_pod_and_group_with_same_name_do_not_collide() -> None:
 
 
 def test_elastic_annotations() -> None:
-    objs = gang("e", 16, min_member=2, max_member=256, size_policy="power-of-two",
-                cooldown="1h30m", last_scale_time="2026-01-01T11:58:00Z")
+    objs = gang(
+        "e",
+        16,
+        min_member=2,
+        max_member=256,
+        size_policy="power-of-two",
+        cooldown="1h30m",
+        last_scale_time="2026-01-01T11:58:00Z",
+    )
     job = snap(objs).jobs["default/e"]
     assert job.invalid is None
     assert (job.min_pods, job.max_pods) == (2, 256)
@@ -337,14 +435,18 @@ def test_default_cooldown_applies_without_annotation() -> None:
     assert s.jobs["default/e"].last_scale_time is None
 
 
-def _one_pg(min_member: int = 4, api: str = "scheduling.x-k8s.io", **anns: str,
-            ) -> list[dict[str, Any]]:
+def _one_pg(
+    min_member: int = 4,
+    api: str = "scheduling.x-k8s.io",
+    **anns: str,
+) -> list[dict[str, Any]]:
     """PodGroup default/bad (annotations as keyword args) and max(min_member, 1) pods."""
     pg = pod_group("bad", min_member=min_member, api=api)
     if anns:
         pg["metadata"]["annotations"] = {ANN + k.replace("_", "-"): v for k, v in anns.items()}
-    return [pg] + [pod(f"bad-worker-{i}", group="bad", group_api=api)
-                   for i in range(max(min_member, 1))]
+    return [pg] + [
+        pod(f"bad-worker-{i}", group="bad", group_api=api) for i in range(max(min_member, 1))
+    ]
 
 
 def _k8s_pg_without_min_count() -> list[dict[str, Any]]:
@@ -356,38 +458,63 @@ def _k8s_pg_without_min_count() -> list[dict[str, Any]]:
 @pytest.mark.parametrize(
     ("objs", "needles"),
     [
-        pytest.param(_one_pg(4, max_member="2"),
-                     ["PodGroup default/bad", "solver-sched.io/max-member", "2 < spec.minMember 4"],
-                     id="max-member-below-minMember"),
-        pytest.param(_one_pg(4, api="scheduling.k8s.io", max_member="2"),
-                     ["PodGroup default/bad", "solver-sched.io/max-member", "2 < spec.schedulingPolicy.gang.minCount 4"],
-                     id="max-member-below-minCount"),
-        pytest.param(_one_pg(2, max_member="many"),
-                     ["PodGroup default/bad", "solver-sched.io/max-member", "'many'"],
-                     id="max-member-not-integer"),
-        pytest.param(_one_pg(3, max_member="8", size_policy="power-of-two"),
-                     ["PodGroup default/bad", "spec.minMember", "3 is not a power of two"],
-                     id="power-of-two-with-min-3"),
-        pytest.param(_one_pg(2, size_policy="fibonacci"),
-                     ["PodGroup default/bad", "solver-sched.io/size-policy", "'fibonacci'"],
-                     id="unknown-size-policy"),
-        pytest.param(_one_pg(2, cooldown="ten minutes"),
-                     ["PodGroup default/bad", "solver-sched.io/cooldown", "'ten minutes'"],
-                     id="cooldown-words"),
-        pytest.param(_one_pg(2, cooldown="1.5h"),
-                     ["PodGroup default/bad", "solver-sched.io/cooldown"],
-                     id="cooldown-fraction"),
-        pytest.param(_one_pg(2, last_scale_time="yesterday"),
-                     ["PodGroup default/bad", "solver-sched.io/last-scale-time", "'yesterday'"],
-                     id="last-scale-time-words"),
-        pytest.param(_one_pg(2, last_scale_time="2026-01-01T11:58:00"),
-                     ["PodGroup default/bad", "solver-sched.io/last-scale-time"],
-                     id="last-scale-time-no-zone"),
-        pytest.param(_one_pg(0), ["PodGroup default/bad", "spec.minMember", ">= 1"],
-                     id="minMember-zero"),
-        pytest.param(_k8s_pg_without_min_count(),
-                     ["PodGroup default/bad", "spec.schedulingPolicy.gang.minCount"],
-                     id="k8s-without-minCount"),
+        pytest.param(
+            _one_pg(4, max_member="2"),
+            ["PodGroup default/bad", "solver-sched.io/max-member", "2 < spec.minMember 4"],
+            id="max-member-below-minMember",
+        ),
+        pytest.param(
+            _one_pg(4, api="scheduling.k8s.io", max_member="2"),
+            [
+                "PodGroup default/bad",
+                "solver-sched.io/max-member",
+                "2 < spec.schedulingPolicy.gang.minCount 4",
+            ],
+            id="max-member-below-minCount",
+        ),
+        pytest.param(
+            _one_pg(2, max_member="many"),
+            ["PodGroup default/bad", "solver-sched.io/max-member", "'many'"],
+            id="max-member-not-integer",
+        ),
+        pytest.param(
+            _one_pg(3, max_member="8", size_policy="power-of-two"),
+            ["PodGroup default/bad", "spec.minMember", "3 is not a power of two"],
+            id="power-of-two-with-min-3",
+        ),
+        pytest.param(
+            _one_pg(2, size_policy="fibonacci"),
+            ["PodGroup default/bad", "solver-sched.io/size-policy", "'fibonacci'"],
+            id="unknown-size-policy",
+        ),
+        pytest.param(
+            _one_pg(2, cooldown="ten minutes"),
+            ["PodGroup default/bad", "solver-sched.io/cooldown", "'ten minutes'"],
+            id="cooldown-words",
+        ),
+        pytest.param(
+            _one_pg(2, cooldown="1.5h"),
+            ["PodGroup default/bad", "solver-sched.io/cooldown"],
+            id="cooldown-fraction",
+        ),
+        pytest.param(
+            _one_pg(2, last_scale_time="yesterday"),
+            ["PodGroup default/bad", "solver-sched.io/last-scale-time", "'yesterday'"],
+            id="last-scale-time-words",
+        ),
+        pytest.param(
+            _one_pg(2, last_scale_time="2026-01-01T11:58:00"),
+            ["PodGroup default/bad", "solver-sched.io/last-scale-time"],
+            id="last-scale-time-no-zone",
+        ),
+        pytest.param(
+            _one_pg(0), ["PodGroup default/bad", "spec.minMember", ">= 1"], id="minMember-zero"
+        ),
+        pytest.param(
+            _k8s_pg_without_min_count(),
+            ["PodGroup default/bad", "spec.schedulingPolicy.gang.minCount"],
+            id="k8s-without-minCount",
+        ),
     ],
 )
 def test_invalid_podgroup_is_reported_and_rest_still_loads(
@@ -405,8 +532,12 @@ def test_invalid_podgroup_is_reported_and_rest_still_loads(
 
 
 def test_priority_class_name_on_podgroup() -> None:
-    pc = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-          "metadata": {"name": "high"}, "value": 1000}
+    pc = {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": "high"},
+        "value": 1000,
+    }
     objs = gang("g", 2, priority=5)
     objs[0]["spec"]["priorityClassName"] = "high"
     assert snap(pc, objs).jobs["default/g"].priority == 1000
@@ -415,32 +546,43 @@ def test_priority_class_name_on_podgroup() -> None:
 # -- Kubeflow PyTorchJob ---------------------------------------------------------------------
 
 
-def pytorchjob(name: str, *, workers: int, lo: int | None = None, hi: int | None = None,
-               master: int = 0) -> dict[str, Any]:
+def pytorchjob(
+    name: str, *, workers: int, lo: int | None = None, hi: int | None = None, master: int = 0
+) -> dict[str, Any]:
     specs: dict[str, Any] = {"Worker": {"replicas": workers}}
     if master:
         specs["Master"] = {"replicas": master}
     spec: dict[str, Any] = {"pytorchReplicaSpecs": specs}
     if lo is not None or hi is not None:
-        spec["elasticPolicy"] = {k: v for k, v in (("minReplicas", lo), ("maxReplicas", hi))
-                                 if v is not None}
-    return {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
-            "metadata": {"name": name, "namespace": "default"}, "spec": spec}
+        spec["elasticPolicy"] = {
+            k: v for k, v in (("minReplicas", lo), ("maxReplicas", hi)) if v is not None
+        }
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": spec,
+    }
 
 
 def kubeflow_pods(name: str, n: int, *, group: bool) -> list[dict[str, Any]]:
     out = []
     for i in range(n):
-        labels = {"training.kubeflow.org/job-name": name,
-                  "training.kubeflow.org/replica-type": "worker",
-                  "training.kubeflow.org/replica-index": str(i)}
+        labels = {
+            "training.kubeflow.org/job-name": name,
+            "training.kubeflow.org/replica-type": "worker",
+            "training.kubeflow.org/replica-index": str(i),
+        }
         out.append(pod(f"{name}-worker-{i}", labels=labels, group=name if group else None))
     return out
 
 
 def test_pytorchjob_elastic_range_when_podgroup_has_no_max_member() -> None:
-    objs = [pytorchjob("pt", workers=4, lo=2, hi=8), pod_group("pt", min_member=4),
-            *kubeflow_pods("pt", 4, group=True)]
+    objs = [
+        pytorchjob("pt", workers=4, lo=2, hi=8),
+        pod_group("pt", min_member=4),
+        *kubeflow_pods("pt", 4, group=True),
+    ]
     job = snap(objs).jobs["default/pt"]
     assert job.invalid is None
     assert (job.min_pods, job.max_pods) == (2, 8)
@@ -448,8 +590,11 @@ def test_pytorchjob_elastic_range_when_podgroup_has_no_max_member() -> None:
 
 
 def test_max_member_annotation_wins_over_pytorchjob() -> None:
-    objs = [pytorchjob("pt", workers=4, lo=2, hi=8), pod_group("pt", min_member=4, max_member=6),
-            *kubeflow_pods("pt", 4, group=True)]
+    objs = [
+        pytorchjob("pt", workers=4, lo=2, hi=8),
+        pod_group("pt", min_member=4, max_member=6),
+        *kubeflow_pods("pt", 4, group=True),
+    ]
     job = snap(objs).jobs["default/pt"]
     assert (job.min_pods, job.max_pods) == (4, 6)
 
@@ -463,8 +608,9 @@ def test_max_member_annotation_wins_over_pytorchjob() -> None:
         pytest.param(None, (4, 4), id="no-pytorchjob-object"),
     ],
 )
-def test_kubeflow_label_without_podgroup_forms_the_job(pj: dict[str, Any] | None,
-                                                       expected: tuple[int, int]) -> None:
+def test_kubeflow_label_without_podgroup_forms_the_job(
+    pj: dict[str, Any] | None, expected: tuple[int, int]
+) -> None:
     objs = [*kubeflow_pods("pt", 4, group=False)] + ([pj] if pj else [])
     job = snap(objs).jobs["default/pt"]
     assert job.invalid is None
@@ -480,8 +626,11 @@ def test_kubeflow_label_without_podgroup_min_above_max_is_invalid() -> None:
 
 
 def test_podgroup_with_pytorchjob_min_above_max_is_invalid() -> None:
-    objs = [pytorchjob("pt", workers=4, lo=4, hi=2), pod_group("pt", min_member=4),
-            *kubeflow_pods("pt", 4, group=True)]
+    objs = [
+        pytorchjob("pt", workers=4, lo=4, hi=2),
+        pod_group("pt", min_member=4),
+        *kubeflow_pods("pt", 4, group=True),
+    ]
     assert snap(objs).jobs["default/pt"].invalid is not None
 
 
@@ -489,13 +638,19 @@ def test_podgroup_with_pytorchjob_min_above_max_is_invalid() -> None:
 
 
 def _tree(**overrides: Any) -> dict[str, Any]:
-    team_a = {"name": "team-a", "namespaces": ["a1", "a2"],
-              "min": {"nvidia.com/gpu": "4"},
-              "max": {"nvidia.com/gpu": "8", "kube-queue/max-jobs": "2"}}
+    team_a = {
+        "name": "team-a",
+        "namespaces": ["a1", "a2"],
+        "min": {"nvidia.com/gpu": "4"},
+        "max": {"nvidia.com/gpu": "8", "kube-queue/max-jobs": "2"},
+    }
     team_b = {"name": "team-b", "namespaces": ["b1"], "max": {"cpu": "64"}}
     team_a.update(overrides)
-    root = {"name": "root", "max": {"nvidia.com/gpu": "16", "kube-queue/max-jobs": "10"},
-            "children": [{"name": "org", "children": [team_a]}, team_b]}
+    root = {
+        "name": "root",
+        "max": {"nvidia.com/gpu": "16", "kube-queue/max-jobs": "10"},
+        "children": [{"name": "org", "children": [team_a]}, team_b],
+    }
     return quota_tree(root)
 
 
@@ -528,15 +683,24 @@ def test_no_tree_means_everything_implicit() -> None:
 @pytest.mark.parametrize(
     ("overrides", "field", "needle"),
     [
-        pytest.param({"min": {"nvidia.com/gpu": "9"}},
-                     "spec.root.children[0].children[0].min.nvidia.com/gpu", "9 > max 8",
-                     id="min-above-max"),
-        pytest.param({"max": {"nvidia.com/gpu": "lots"}},
-                     "spec.root.children[0].children[0].max.nvidia.com/gpu", "'lots'",
-                     id="unparsable-max"),
-        pytest.param({"min": {"cpu": "1.2.3"}},
-                     "spec.root.children[0].children[0].min.cpu", "'1.2.3'",
-                     id="unparsable-min"),
+        pytest.param(
+            {"min": {"nvidia.com/gpu": "9"}},
+            "spec.root.children[0].children[0].min.nvidia.com/gpu",
+            "9 > max 8",
+            id="min-above-max",
+        ),
+        pytest.param(
+            {"max": {"nvidia.com/gpu": "lots"}},
+            "spec.root.children[0].children[0].max.nvidia.com/gpu",
+            "'lots'",
+            id="unparsable-max",
+        ),
+        pytest.param(
+            {"min": {"cpu": "1.2.3"}},
+            "spec.root.children[0].children[0].min.cpu",
+            "'1.2.3'",
+            id="unparsable-min",
+        ),
     ],
 )
 def test_invalid_queue(overrides: dict[str, Any], field: str, needle: str) -> None:
@@ -546,7 +710,8 @@ def test_invalid_queue(overrides: dict[str, Any], field: str, needle: str) -> No
     assert "ElasticQuotaTree kube-system/elasticquotatree" in q.invalid
     assert field in q.invalid and needle in q.invalid
     assert [(e.obj, e.field) for e in s.errors] == [
-        ("ElasticQuotaTree kube-system/elasticquotatree", field)]
+        ("ElasticQuotaTree kube-system/elasticquotatree", field)
+    ]
     assert s.quota.invalid_in_chain("team-a") == q.invalid
     assert s.quota.queues["team-b"].invalid is None
     assert s.quota.invalid_in_chain("team-b") is None
@@ -560,10 +725,19 @@ def test_duplicate_namespace_is_reported() -> None:
 
 # -- priority --------------------------------------------------------------------------------
 
-PC_HIGH = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-           "metadata": {"name": "high"}, "value": 1000}
-PC_DEFAULT = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-              "metadata": {"name": "normal"}, "value": 7, "globalDefault": True}
+PC_HIGH = {
+    "apiVersion": "scheduling.k8s.io/v1",
+    "kind": "PriorityClass",
+    "metadata": {"name": "high"},
+    "value": 1000,
+}
+PC_DEFAULT = {
+    "apiVersion": "scheduling.k8s.io/v1",
+    "kind": "PriorityClass",
+    "metadata": {"name": "normal"},
+    "value": 7,
+    "globalDefault": True,
+}
 
 
 def _with_class(name: str, cls: str | None = None, prio: int | None = None) -> dict[str, Any]:
@@ -578,10 +752,10 @@ def _with_class(name: str, cls: str | None = None, prio: int | None = None) -> d
     [
         pytest.param([_with_class("p", prio=42)], 42, id="spec-priority"),
         pytest.param([PC_HIGH, _with_class("p", cls="high")], 1000, id="priority-class"),
-        pytest.param([_with_class("p", cls="high"), PC_HIGH], 1000,
-                     id="priority-class-listed-after-pod"),
-        pytest.param([PC_HIGH, _with_class("p", cls="high", prio=3)], 3,
-                     id="spec-priority-wins"),
+        pytest.param(
+            [_with_class("p", cls="high"), PC_HIGH], 1000, id="priority-class-listed-after-pod"
+        ),
+        pytest.param([PC_HIGH, _with_class("p", cls="high", prio=3)], 3, id="spec-priority-wins"),
         pytest.param([_with_class("p", cls="missing")], 0, id="unknown-class"),
         pytest.param([PC_DEFAULT, _with_class("p")], 7, id="global-default"),
         pytest.param([_with_class("p")], 0, id="nothing"),
@@ -603,44 +777,83 @@ def test_job_priority_is_highest_pod_priority() -> None:
 # -- pod order within a job ------------------------------------------------------------------
 
 
-def _named(names: list[str], labels: list[dict[str, str]] | None = None,
-           ) -> list[dict[str, Any]]:
+def _named(
+    names: list[str],
+    labels: list[dict[str, str]] | None = None,
+) -> list[dict[str, Any]]:
     labels = labels or [{} for _ in names]
     return [pod_group("g", min_member=1, max_member=len(names))] + [
-        pod(n, group="g", labels=lab) for n, lab in zip(names, labels, strict=True)]
+        pod(n, group="g", labels=lab) for n, lab in zip(names, labels, strict=True)
+    ]
 
 
 @pytest.mark.parametrize(
     ("objs", "expected"),
     [
-        pytest.param(_named([f"w-{i}" for i in (10, 9, 1, 0, 2, 11)]),
-                     ["w-0", "w-1", "w-2", "w-9", "w-10", "w-11"], id="trailing-number"),
         pytest.param(
-            _named(["a", "b", "c"], [{"training.kubeflow.org/replica-index": "2"},
-                                     {"training.kubeflow.org/replica-index": "0"},
-                                     {"training.kubeflow.org/replica-index": "1"}]),
-            ["b", "c", "a"], id="kubeflow-replica-index"),
+            _named([f"w-{i}" for i in (10, 9, 1, 0, 2, 11)]),
+            ["w-0", "w-1", "w-2", "w-9", "w-10", "w-11"],
+            id="trailing-number",
+        ),
         pytest.param(
-            _named(["x-5", "x-6"], [{"batch.kubernetes.io/job-completion-index": "1"},
-                                    {"batch.kubernetes.io/job-completion-index": "0"}]),
-            ["x-6", "x-5"], id="job-completion-index-beats-name"),
+            _named(
+                ["a", "b", "c"],
+                [
+                    {"training.kubeflow.org/replica-index": "2"},
+                    {"training.kubeflow.org/replica-index": "0"},
+                    {"training.kubeflow.org/replica-index": "1"},
+                ],
+            ),
+            ["b", "c", "a"],
+            id="kubeflow-replica-index",
+        ),
         pytest.param(
-            _named(["s-a", "s-b"], [{"apps.kubernetes.io/pod-index": "10"},
-                                    {"apps.kubernetes.io/pod-index": "9"}]),
-            ["s-b", "s-a"], id="statefulset-pod-index"),
+            _named(
+                ["x-5", "x-6"],
+                [
+                    {"batch.kubernetes.io/job-completion-index": "1"},
+                    {"batch.kubernetes.io/job-completion-index": "0"},
+                ],
+            ),
+            ["x-6", "x-5"],
+            id="job-completion-index-beats-name",
+        ),
         pytest.param(
-            _named(["v-a", "v-b"], [{"volcano.sh/task-index": "3"},
-                                    {"volcano.sh/task-index": "2"}]),
-            ["v-b", "v-a"], id="volcano-task-index"),
+            _named(
+                ["s-a", "s-b"],
+                [{"apps.kubernetes.io/pod-index": "10"}, {"apps.kubernetes.io/pod-index": "9"}],
+            ),
+            ["s-b", "s-a"],
+            id="statefulset-pod-index",
+        ),
         pytest.param(
-            _named(["pt-worker-0", "pt-master-0", "pt-worker-1"],
-                   [{"training.kubeflow.org/replica-type": "worker",
-                     "training.kubeflow.org/replica-index": "0"},
-                    {"training.kubeflow.org/replica-type": "master",
-                     "training.kubeflow.org/replica-index": "0"},
-                    {"training.kubeflow.org/replica-type": "worker",
-                     "training.kubeflow.org/replica-index": "1"}]),
-            ["pt-master-0", "pt-worker-0", "pt-worker-1"], id="master-first"),
+            _named(
+                ["v-a", "v-b"], [{"volcano.sh/task-index": "3"}, {"volcano.sh/task-index": "2"}]
+            ),
+            ["v-b", "v-a"],
+            id="volcano-task-index",
+        ),
+        pytest.param(
+            _named(
+                ["pt-worker-0", "pt-master-0", "pt-worker-1"],
+                [
+                    {
+                        "training.kubeflow.org/replica-type": "worker",
+                        "training.kubeflow.org/replica-index": "0",
+                    },
+                    {
+                        "training.kubeflow.org/replica-type": "master",
+                        "training.kubeflow.org/replica-index": "0",
+                    },
+                    {
+                        "training.kubeflow.org/replica-type": "worker",
+                        "training.kubeflow.org/replica-index": "1",
+                    },
+                ],
+            ),
+            ["pt-master-0", "pt-worker-0", "pt-worker-1"],
+            id="master-first",
+        ),
         pytest.param(_named(["zeta", "alpha"]), ["alpha", "zeta"], id="no-number-by-name"),
     ],
 )
@@ -660,16 +873,21 @@ def test_object_failing_schema_is_reported_and_dropped() -> None:
 
 
 def test_unknown_kinds_are_ignored() -> None:
-    s = snap({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x"}},
-             {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "y"}}, pod("p"))
+    s = snap(
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x"}},
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "y"}},
+        pod("p"),
+    )
     assert set(s.jobs) == {"default/p"} and s.errors == ()
 
 
 @pytest.mark.parametrize(
     "metadata",
-    [pytest.param("oops", id="metadata-string"),
-     pytest.param({"name": 2024}, id="name-int"),
-     pytest.param({"name": "p", "namespace": 7}, id="namespace-int")],
+    [
+        pytest.param("oops", id="metadata-string"),
+        pytest.param({"name": 2024}, id="name-int"),
+        pytest.param({"name": "p", "namespace": 7}, id="namespace-int"),
+    ],
 )
 def test_bad_metadata_is_reported_not_raised(metadata: Any) -> None:
     s = snap({"apiVersion": "v1", "kind": "Pod", "metadata": metadata}, pod("fine"))

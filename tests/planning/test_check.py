@@ -23,52 +23,115 @@ def gang_binds(name: str, count: int, n: str) -> tuple[BindPod, ...]:
 
 
 CASES: list[tuple[str, ClusterSnapshot, Plan, str]] = [
-    ("partial gang", snapshot(node("a", gpus=8), gang("g", 4)),
-     Plan(binds=gang_binds("g", 3, "a")), "allowed sizes"),
-    ("over capacity", snapshot(node("a", gpus=4), other("x", "a", 2), gang("g", 4)),
-     Plan(binds=gang_binds("g", 4, "a")), "allocatable"),
-    ("cordoned", snapshot(node("a", gpus=8, unschedulable=True), gang("g", 1)),
-     Plan(binds=gang_binds("g", 1, "a")), "cordoned"),
-    ("taint", snapshot(node("a", gpus=8, taints=[{"key": "k", "effect": "NoSchedule"}]),
-                       gang("g", 1)),
-     Plan(binds=gang_binds("g", 1, "a")), "taint"),
-    ("bound twice", snapshot(node("a", gpus=8), gang("g", 1)),
-     Plan(binds=(bind("g-worker-0", "a"), bind("g-worker-0", "a"))), "twice"),
-    ("moves a running pod", snapshot(node("a", gpus=8), node("b", gpus=8),
-                                     gang("g", 1, running_on=["a"])),
-     Plan(binds=(bind("g-worker-0", "b"),)), "running pods never move"),
-    ("not our pod", snapshot(node("a", gpus=8), pod("p", scheduler="default-scheduler")),
-     Plan(binds=(BindPod("default/p", "a", "default/p"),)), "not ours"),
-    ("wrong eviction order",
-     snapshot(node("a", gpus=8), gang("el", 4, min_member=2, max_member=4,
-                                      running_on=["a"] * 4), gang("t", 6)),
-     Plan(evictions=(evict("el", "el-worker-0", "el-worker-1"),),
-          binds=gang_binds("t", 6, "a")), "highest-index"),
-    ("equal priority preemption",
-     snapshot(node("a", gpus=4), gang("low", 4, running_on=["a"] * 4), gang("high", 4)),
-     Plan(evictions=(evict("low", *[f"low-worker-{i}" for i in range(4)]),),
-          binds=gang_binds("high", 4, "a")), "gang broken"),
-    ("eviction with nothing started",
-     snapshot(node("a", gpus=4), gang("el", 4, min_member=2, max_member=4,
-                                      running_on=["a"] * 4)),
-     Plan(evictions=(evict("el", "el-worker-2", "el-worker-3"),)), "no guaranteed gang"),
-    ("scale out in cooldown",
-     snapshot(node("a", gpus=8), gang("el", 8, min_member=2, max_member=8, running_on=["a"] * 2,
-                                      last_scale_time="2026-01-01T11:58:00Z")),
-     Plan(binds=tuple(bind(f"el-worker-{i}", "a") for i in range(2, 4))), "cooldown"),
-    ("quota max",
-     snapshot(node("a", gpus=8), quota_tree({"name": "root", "max": {"nvidia.com/gpu": "2"},
-                                             "namespaces": ["default"]}), gang("g", 4)),
-     Plan(binds=gang_binds("g", 4, "a")), "max 2"),
-    ("power of two",
-     snapshot(node("a", gpus=8), gang("el", 8, min_member=2, max_member=8,
-                                      size_policy="power-of-two")),
-     Plan(binds=tuple(bind(f"el-worker-{i}", "a") for i in range(6))), "allowed sizes"),
+    (
+        "partial gang",
+        snapshot(node("a", gpus=8), gang("g", 4)),
+        Plan(binds=gang_binds("g", 3, "a")),
+        "allowed sizes",
+    ),
+    (
+        "over capacity",
+        snapshot(node("a", gpus=4), other("x", "a", 2), gang("g", 4)),
+        Plan(binds=gang_binds("g", 4, "a")),
+        "allocatable",
+    ),
+    (
+        "cordoned",
+        snapshot(node("a", gpus=8, unschedulable=True), gang("g", 1)),
+        Plan(binds=gang_binds("g", 1, "a")),
+        "cordoned",
+    ),
+    (
+        "taint",
+        snapshot(node("a", gpus=8, taints=[{"key": "k", "effect": "NoSchedule"}]), gang("g", 1)),
+        Plan(binds=gang_binds("g", 1, "a")),
+        "taint",
+    ),
+    (
+        "bound twice",
+        snapshot(node("a", gpus=8), gang("g", 1)),
+        Plan(binds=(bind("g-worker-0", "a"), bind("g-worker-0", "a"))),
+        "twice",
+    ),
+    (
+        "moves a running pod",
+        snapshot(node("a", gpus=8), node("b", gpus=8), gang("g", 1, running_on=["a"])),
+        Plan(binds=(bind("g-worker-0", "b"),)),
+        "running pods never move",
+    ),
+    (
+        "not our pod",
+        snapshot(node("a", gpus=8), pod("p", scheduler="default-scheduler")),
+        Plan(binds=(BindPod("default/p", "a", "default/p"),)),
+        "not ours",
+    ),
+    (
+        "wrong eviction order",
+        snapshot(
+            node("a", gpus=8),
+            gang("el", 4, min_member=2, max_member=4, running_on=["a"] * 4),
+            gang("t", 6),
+        ),
+        Plan(evictions=(evict("el", "el-worker-0", "el-worker-1"),), binds=gang_binds("t", 6, "a")),
+        "highest-index",
+    ),
+    (
+        "equal priority preemption",
+        snapshot(node("a", gpus=4), gang("low", 4, running_on=["a"] * 4), gang("high", 4)),
+        Plan(
+            evictions=(evict("low", *[f"low-worker-{i}" for i in range(4)]),),
+            binds=gang_binds("high", 4, "a"),
+        ),
+        "gang broken",
+    ),
+    (
+        "eviction with nothing started",
+        snapshot(
+            node("a", gpus=4), gang("el", 4, min_member=2, max_member=4, running_on=["a"] * 4)
+        ),
+        Plan(evictions=(evict("el", "el-worker-2", "el-worker-3"),)),
+        "no guaranteed gang",
+    ),
+    (
+        "scale out in cooldown",
+        snapshot(
+            node("a", gpus=8),
+            gang(
+                "el",
+                8,
+                min_member=2,
+                max_member=8,
+                running_on=["a"] * 2,
+                last_scale_time="2026-01-01T11:58:00Z",
+            ),
+        ),
+        Plan(binds=tuple(bind(f"el-worker-{i}", "a") for i in range(2, 4))),
+        "cooldown",
+    ),
+    (
+        "quota max",
+        snapshot(
+            node("a", gpus=8),
+            quota_tree({"name": "root", "max": {"nvidia.com/gpu": "2"}, "namespaces": ["default"]}),
+            gang("g", 4),
+        ),
+        Plan(binds=gang_binds("g", 4, "a")),
+        "max 2",
+    ),
+    (
+        "power of two",
+        snapshot(
+            node("a", gpus=8), gang("el", 8, min_member=2, max_member=8, size_policy="power-of-two")
+        ),
+        Plan(binds=tuple(bind(f"el-worker-{i}", "a") for i in range(6))),
+        "allowed sizes",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("snap", "bad_plan", "want"), [c[1:] for c in CASES],
-                         ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(
+    ("snap", "bad_plan", "want"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
 def test_checker_rejects(snap: ClusterSnapshot, bad_plan: Plan, want: str) -> None:
     violations = check(snap, bad_plan, NOW)
     assert any(want in v for v in violations), violations
@@ -80,9 +143,17 @@ def test_checker_accepts_a_good_plan() -> None:
 
 
 def test_cooldown_is_over_after_its_duration() -> None:
-    snap = snapshot(node("a", gpus=8), gang("el", 8, min_member=2, max_member=8,
-                                           running_on=["a"] * 2,
-                                           last_scale_time="2026-01-01T11:58:00Z"))
+    snap = snapshot(
+        node("a", gpus=8),
+        gang(
+            "el",
+            8,
+            min_member=2,
+            max_member=8,
+            running_on=["a"] * 2,
+            last_scale_time="2026-01-01T11:58:00Z",
+        ),
+    )
     later = NOW + timedelta(minutes=9)
     binds = tuple(bind(f"el-worker-{i}", "a") for i in range(2, 4))
     assert check(snap, Plan(binds=binds), later) == []

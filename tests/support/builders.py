@@ -19,8 +19,9 @@ node, pod, gang, pod_group, quota_tree = m.node, m.pod, m.gang, m.pod_group, m.q
 
 def other(name: str, node_name: str, gpus: int, namespace: str = "infra") -> dict[str, Any]:
     """A running pod of another scheduler: consumes capacity, never ours to touch."""
-    return m.pod(name, gpus=gpus, node_name=node_name, scheduler="default-scheduler",
-                 namespace=namespace)
+    return m.pod(
+        name, gpus=gpus, node_name=node_name, scheduler="default-scheduler", namespace=namespace
+    )
 
 
 def snapshot(*groups: dict[str, Any] | list[dict[str, Any]]) -> ClusterSnapshot:
@@ -36,8 +37,12 @@ def config(**settings: Any) -> SchedulerConfig:
     return SchedulerConfig(settings=Settings(**base))
 
 
-def plan(snap: ClusterSnapshot, backend: str = "cpsat", now: datetime = NOW,
-         cfg: SchedulerConfig | None = None) -> CycleResult:
+def plan(
+    snap: ClusterSnapshot,
+    backend: str = "cpsat",
+    now: datetime = NOW,
+    cfg: SchedulerConfig | None = None,
+) -> CycleResult:
     return run_cycle(snap, cfg or config(), now, backend)
 
 
@@ -48,7 +53,6 @@ def workers_after(snap: ClusterSnapshot, p: Plan) -> dict[str, int]:
     out = {}
     for name, job in snap.jobs.items():
         out[name] = sum(
-            1 for pn in job.pods
-            if (snap.pods[pn].bound and pn not in evicted) or pn in bound
+            1 for pn in job.pods if (snap.pods[pn].bound and pn not in evicted) or pn in bound
         )
     return out

@@ -17,4 +17,6 @@ def add(problem: Problem, model: LinearModel, v: Vars) -> None:
         model.add(f"cluster[{jm.name}]", ws + run, 0, 0)
     for (j, sid, cid), var in v.x.items():
         k = problem.classes[cid].cluster
-        model.add(f"in_cluster[{j},{sid},{cid}]", [(var, 1), (v.w[(j, k)], -model.ub[var])], None, 0)
+        model.add(
+            f"in_cluster[{j},{sid},{cid}]", [(var, 1), (v.w[(j, k)], -model.ub[var])], None, 0
+        )

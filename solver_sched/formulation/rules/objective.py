@@ -1,6 +1,6 @@
 """Rule 9, the objective: named terms in two bands (maximised).
 
-Guaranteed band (multiplied by ``band`` > the largest elastic band, so rule 4 holds for any weights):
+Guaranteed band (times ``band`` > the largest elastic band, so rule 4 holds for any weights):
   guaranteed[tier]  tier_weight[j] * guaranteed_units[j,s] * y[j,s]
   waiting           waiting_weight * hours_waited[j] * run_j   (pending gangs only)
   gang_break        -gang_break * y[j,0]                       (running gangs broken)
@@ -33,11 +33,13 @@ def add(problem: Problem, model: LinearModel, v: Vars) -> None:
         if jm.running_ok:
             model.term("guaranteed", "gang_break", [(ys[0], -problem.gang_break)])
         model.term(
-            "elastic", "elastic",
+            "elastic",
+            "elastic",
             [(ys[k], problem.elastic_weight * o.elastic_units) for k, o in enumerate(jm.options)],
         )
         model.term(
-            "elastic", "elastic_eviction",
+            "elastic",
+            "elastic_eviction",
             [(ys[k], -problem.eviction_weight * o.evicted) for k, o in enumerate(jm.options)],
         )
     packing = []

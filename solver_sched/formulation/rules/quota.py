@@ -35,7 +35,9 @@ def add(problem: Problem, model: LinearModel, v: Vars) -> None:
                 model.add(f"quota[{row.queue},{r}]", _usage(problem, v, row.jobs, r), None, cap)
         for r, floor in sorted(row.floor.items()):
             if r != MAX_JOBS and floor > 0:
-                model.add(f"quota_min[{row.queue},{r}]", _usage(problem, v, row.jobs, r), floor, None)
+                model.add(
+                    f"quota_min[{row.queue},{r}]", _usage(problem, v, row.jobs, r), floor, None
+                )
         if (r_u := v.u.get(index)) is not None:
             terms = [(r_u, 1)] + [(y, -c) for y, c in _usage(problem, v, row.jobs, GPU)]
             model.add(f"quota_min_used[{row.queue}]", terms, None, 0)

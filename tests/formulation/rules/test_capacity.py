@@ -27,8 +27,13 @@ def test_cpu_is_a_limit_too(backend: str) -> None:
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_an_eight_gpu_pod_needs_one_node_with_eight_free(backend: str) -> None:
-    snap = snapshot(node("a", gpus=8), node("b", gpus=8), other("x", "a", 4), other("y", "b", 4),
-                    gang("g", 1, gpus=8))
+    snap = snapshot(
+        node("a", gpus=8),
+        node("b", gpus=8),
+        other("x", "a", 4),
+        other("y", "b", 4),
+        gang("g", 1, gpus=8),
+    )
     assert workers_after(snap, plan(snap, backend).plan)["default/g"] == 0
 
 
@@ -38,8 +43,11 @@ TAINT = [{"key": "gpu", "value": "a100", "effect": "NoSchedule"}]
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize(
     ("tolerations", "want"),
-    [(None, 0), ([{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}], 1),
-     ([{"key": "gpu", "operator": "Equal", "value": "h100"}], 0)],
+    [
+        (None, 0),
+        ([{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}], 1),
+        ([{"key": "gpu", "operator": "Equal", "value": "h100"}], 0),
+    ],
     ids=["untolerated", "tolerated-exists", "wrong-value"],
 )
 def test_taints(backend: str, tolerations: list[dict[str, str]] | None, want: int) -> None:
@@ -50,8 +58,11 @@ def test_taints(backend: str, tolerations: list[dict[str, str]] | None, want: in
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_node_selector(backend: str) -> None:
-    snap = snapshot(node("a", gpus=8), node("b", gpus=8, labels={"gpu": "h100"}),
-                    pod("p", node_selector={"gpu": "h100"}))
+    snap = snapshot(
+        node("a", gpus=8),
+        node("b", gpus=8, labels={"gpu": "h100"}),
+        pod("p", node_selector={"gpu": "h100"}),
+    )
     (bind,) = plan(snap, backend).plan.binds
     assert bind.node == "b"
 
@@ -63,9 +74,15 @@ def test_node_selector(backend: str) -> None:
 )
 def test_required_node_affinity(backend: str, op: str, values: list[str], want_node: str) -> None:
     p = pod("p")
-    p["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-        "nodeSelectorTerms": [{"matchExpressions": [{"key": "gpu", "operator": op,
-                                                      "values": values}]}]}}}
+    p["spec"]["affinity"] = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "gpu", "operator": op, "values": values}]}
+                ]
+            }
+        }
+    }
     snap = snapshot(node("a", gpus=8), node("b", gpus=8, labels={"gpu": "h100"}), p)
     (bind,) = plan(snap, backend).plan.binds
     assert bind.node == want_node

@@ -11,8 +11,16 @@ RESIZED = "2026-01-01T11:58:00Z"  # two minutes before NOW
 
 
 def elastic(**kw: object) -> list[dict[str, object]]:
-    return gang("el", 16, min_member=2, max_member=16, size_policy="power-of-two",
-                cooldown="10m", last_scale_time=RESIZED, **kw)  # type: ignore[arg-type]
+    return gang(
+        "el",
+        16,
+        min_member=2,
+        max_member=16,
+        size_policy="power-of-two",
+        cooldown="10m",
+        last_scale_time=RESIZED,
+        **kw,
+    )  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -41,7 +49,11 @@ def test_scale_in_inside_cooldown_for_a_guaranteed_gang(backend: str) -> None:
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_no_scale_in_without_a_guaranteed_gang(backend: str) -> None:
     # Another running elastic job wants to grow: elastic never takes from elastic.
-    snap = snapshot(node("a", gpus=8), node("b", gpus=1), elastic(running_on=["a"] * 8),
-                    gang("other", 8, min_member=1, max_member=8, running_on=["b"]))
+    snap = snapshot(
+        node("a", gpus=8),
+        node("b", gpus=1),
+        elastic(running_on=["a"] * 8),
+        gang("other", 8, min_member=1, max_member=8, running_on=["b"]),
+    )
     result = plan(snap, backend)
     assert result.plan.evictions == ()

@@ -9,8 +9,15 @@ BACKENDS = ["cpsat", "milp", "greedy"]
 
 
 def elastic(running_on: list[str] | None = None, **kw: object) -> list[dict[str, object]]:
-    return gang("el", 16, min_member=2, max_member=256, size_policy="power-of-two",
-                running_on=running_on, **kw)  # type: ignore[arg-type]
+    return gang(
+        "el",
+        16,
+        min_member=2,
+        max_member=256,
+        size_policy="power-of-two",
+        running_on=running_on,
+        **kw,
+    )  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -21,15 +28,24 @@ def test_thirteen_idle_gpus_give_eight_workers(backend: str) -> None:
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_any_size_policy_uses_every_gpu(backend: str) -> None:
-    snap = snapshot(node("a", gpus=8), node("b", gpus=8), other("x", "a", 3),
-                    gang("el", 16, min_member=2, max_member=16))
+    snap = snapshot(
+        node("a", gpus=8),
+        node("b", gpus=8),
+        other("x", "a", 3),
+        gang("el", 16, min_member=2, max_member=16),
+    )
     assert workers_after(snap, plan(snap, backend).plan)["default/el"] == 13
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_guaranteed_gang_shrinks_elastic_job_keeping_power_of_two(backend: str) -> None:
-    snap = snapshot(node("a", gpus=8), node("b", gpus=8), other("x", "a", 3),
-                    elastic(running_on=["a"] * 5 + ["b"] * 3), gang("t", 8))
+    snap = snapshot(
+        node("a", gpus=8),
+        node("b", gpus=8),
+        other("x", "a", 3),
+        elastic(running_on=["a"] * 5 + ["b"] * 3),
+        gang("t", 8),
+    )
     result = plan(snap, backend)
     assert workers_after(snap, result.plan) == {"default/el": 4, "default/t": 8}
     (ev,) = result.plan.evictions

@@ -19,8 +19,9 @@ def test_eight_workers_on_five_free_gpus_get_nothing(backend: str) -> None:
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_the_free_gpus_stay_for_a_smaller_gang(backend: str) -> None:
-    snap = snapshot(node("a", gpus=4), node("b", gpus=4), other("x", "a", 3),
-                    gang("big", 8), gang("small", 4))
+    snap = snapshot(
+        node("a", gpus=4), node("b", gpus=4), other("x", "a", 3), gang("big", 8), gang("small", 4)
+    )
     after = workers_after(snap, plan(snap, backend).plan)
     assert after == {"default/big": 0, "default/small": 4}
 
@@ -55,8 +56,9 @@ def test_partial_gang_that_cannot_complete_is_evicted(backend: str) -> None:
 def test_gang_never_spans_clusters(backend: str) -> None:
     east = {"solver-sched.io/cluster": "east"}
     west = {"solver-sched.io/cluster": "west"}
-    snap = snapshot(node("e1", gpus=2, labels=east), node("w1", gpus=2, labels=west),
-                    gang("g", 4), gang("h", 2))
+    snap = snapshot(
+        node("e1", gpus=2, labels=east), node("w1", gpus=2, labels=west), gang("g", 4), gang("h", 2)
+    )
     result = plan(snap, backend)
     after = workers_after(snap, result.plan)
     assert after["default/g"] == 0  # 2 + 2 GPUs exist, but never on one cluster

@@ -7,8 +7,12 @@ from tests.support.builders import gang, node, other, plan, snapshot
 
 
 def test_terms_are_named_and_valued() -> None:
-    snap = snapshot(node("a", gpus=8), node("b", gpus=8), other("x", "a", 3),
-                    gang("el", 16, min_member=2, max_member=16, size_policy="power-of-two"))
+    snap = snapshot(
+        node("a", gpus=8),
+        node("b", gpus=8),
+        other("x", "a", 3),
+        gang("el", 16, min_member=2, max_member=16, size_policy="power-of-two"),
+    )
     result = plan(snap)
     terms = result.terms
     # 8 workers of 1 GPU: guaranteed part 2 units at weight 1000, elastic 6 units at 100.
@@ -21,10 +25,14 @@ def test_terms_are_named_and_valued() -> None:
 def test_objective_is_band_times_guaranteed_plus_elastic() -> None:
     snap = snapshot(node("a", gpus=8), gang("el", 8, min_member=2, max_member=8))
     result = plan(snap)
-    guaranteed = sum(v for k, v in result.terms.items()
-                     if k.startswith(("guaranteed", "waiting", "gang_break", "quota_min")))
-    elastic = sum(v for k, v in result.terms.items()
-                  if k in ("elastic", "elastic_eviction", "packing"))
+    guaranteed = sum(
+        v
+        for k, v in result.terms.items()
+        if k.startswith(("guaranteed", "waiting", "gang_break", "quota_min"))
+    )
+    elastic = sum(
+        v for k, v in result.terms.items() if k in ("elastic", "elastic_eviction", "packing")
+    )
     assert result.stats.objective is not None
     band = (result.stats.objective - elastic) / guaranteed
     assert band == int(band) and band > abs(elastic)
@@ -34,8 +42,10 @@ def test_objective_is_band_times_guaranteed_plus_elastic() -> None:
     ("weights", "field"),
     [
         ({"elastic": -1}, "weights.elastic"),
-        ({"tiers": [{"minPriority": 0, "weight": 10}, {"minPriority": 100, "weight": 5}]},
-         "weights.tiers"),
+        (
+            {"tiers": [{"minPriority": 0, "weight": 10}, {"minPriority": 100, "weight": 5}]},
+            "weights.tiers",
+        ),
         ({"waiting": 100, "waitingCapHours": 48}, "weights"),
         ({"unknownWeight": 1}, "weights.unknownWeight"),
     ],
@@ -49,8 +59,14 @@ def test_bad_weights_are_rejected_naming_the_field(weights: dict[str, object], f
 
 
 def test_explicit_priority_tiers_apply() -> None:
-    cfg = config_from_mapping({"weights": {"tiers": [{"minPriority": 0, "weight": 10},
-                                                     {"minPriority": 500, "weight": 10000}]}}, "x")
+    cfg = config_from_mapping(
+        {
+            "weights": {
+                "tiers": [{"minPriority": 0, "weight": 10}, {"minPriority": 500, "weight": 10000}]
+            }
+        },
+        "x",
+    )
     snap = snapshot(node("a", gpus=4), gang("low", 4, priority=0), gang("high", 2, priority=600))
     result = plan(snap, cfg=cfg)
     assert result.terms["guaranteed[priority=600]"] == 2 * 10000

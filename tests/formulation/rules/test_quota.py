@@ -10,21 +10,32 @@ BACKENDS = ["cpsat", "milp", "greedy"]
 
 
 def tree(a: dict[str, Any], b: dict[str, Any], root_max: str = "64") -> dict[str, Any]:
-    return quota_tree({
-        "name": "root", "max": {"nvidia.com/gpu": root_max},
-        "children": [
-            {"name": "org", "max": {"nvidia.com/gpu": root_max}, "children": [
-                {"name": "team-a", "namespaces": ["team-a"], **a},
-                {"name": "team-b", "namespaces": ["team-b"], **b},
-            ]},
-        ],
-    })
+    return quota_tree(
+        {
+            "name": "root",
+            "max": {"nvidia.com/gpu": root_max},
+            "children": [
+                {
+                    "name": "org",
+                    "max": {"nvidia.com/gpu": root_max},
+                    "children": [
+                        {"name": "team-a", "namespaces": ["team-a"], **a},
+                        {"name": "team-b", "namespaces": ["team-b"], **b},
+                    ],
+                },
+            ],
+        }
+    )
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_leaf_max_caps_gpus(backend: str) -> None:
-    snap = snapshot(node("n", gpus=16), tree({"max": {"nvidia.com/gpu": "4"}}, {}),
-                    gang("g1", 4, namespace="team-a"), gang("g2", 2, namespace="team-a"))
+    snap = snapshot(
+        node("n", gpus=16),
+        tree({"max": {"nvidia.com/gpu": "4"}}, {}),
+        gang("g1", 4, namespace="team-a"),
+        gang("g2", 2, namespace="team-a"),
+    )
     result = plan(snap, backend)
     after = workers_after(snap, result.plan)
     assert after["team-a/g1"] + after["team-a/g2"] in (4, 2)
@@ -35,17 +46,25 @@ def test_leaf_max_caps_gpus(backend: str) -> None:
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_parent_max_binds_even_when_leaves_have_room(backend: str) -> None:
-    snap = snapshot(node("n", gpus=16), tree({}, {}, root_max="6"),
-                    gang("a", 4, namespace="team-a"), gang("b", 4, namespace="team-b"))
+    snap = snapshot(
+        node("n", gpus=16),
+        tree({}, {}, root_max="6"),
+        gang("a", 4, namespace="team-a"),
+        gang("b", 4, namespace="team-b"),
+    )
     after = workers_after(snap, plan(snap, backend).plan)
     assert sorted(after.values()) == [0, 4]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_max_jobs(backend: str) -> None:
-    snap = snapshot(node("n", gpus=16), tree({"max": {"kube-queue/max-jobs": "1"}}, {}),
-                    gang("g1", 2, namespace="team-a"), gang("g2", 2, namespace="team-a"),
-                    gang("g3", 2, namespace="team-b"))
+    snap = snapshot(
+        node("n", gpus=16),
+        tree({"max": {"kube-queue/max-jobs": "1"}}, {}),
+        gang("g1", 2, namespace="team-a"),
+        gang("g2", 2, namespace="team-a"),
+        gang("g3", 2, namespace="team-b"),
+    )
     result = plan(snap, backend)
     after = workers_after(snap, result.plan)
     assert after["team-a/g1"] + after["team-a/g2"] == 2
@@ -56,8 +75,11 @@ def test_max_jobs(backend: str) -> None:
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_namespaces_in_no_queue_share_an_unlimited_queue(backend: str) -> None:
-    snap = snapshot(node("n", gpus=16), tree({"max": {"nvidia.com/gpu": "1"}}, {}),
-                    gang("g", 8, namespace="elsewhere"))
+    snap = snapshot(
+        node("n", gpus=16),
+        tree({"max": {"nvidia.com/gpu": "1"}}, {}),
+        gang("g", 8, namespace="elsewhere"),
+    )
     assert workers_after(snap, plan(snap, backend).plan)["elsewhere/g"] == 8
 
 
@@ -95,8 +117,12 @@ def test_reclaim_never_pushes_a_queue_below_its_min(backend: str) -> None:
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_invalid_queue_makes_its_jobs_unusable_and_others_still_plan(backend: str) -> None:
     bad = {"min": {"nvidia.com/gpu": "8"}, "max": {"nvidia.com/gpu": "4"}}
-    snap = snapshot(node("n", gpus=16), tree(bad, {}),
-                    gang("a", 2, namespace="team-a"), gang("b", 2, namespace="team-b"))
+    snap = snapshot(
+        node("n", gpus=16),
+        tree(bad, {}),
+        gang("a", 2, namespace="team-a"),
+        gang("b", 2, namespace="team-b"),
+    )
     result = plan(snap, backend)
     after = workers_after(snap, result.plan)
     assert after == {"team-a/a": 0, "team-b/b": 2}
