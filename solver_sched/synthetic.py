@@ -27,8 +27,8 @@ def _ts(t: datetime) -> str:
 
 def _shape(rng: random.Random) -> tuple[int, int]:
     """(pods, gpus per pod): a mix from 1 to 64 GPUs, small gangs most common."""
-    gpus = rng.choices((1, 2, 4, 8), weights=(4, 2, 2, 2))[0]
-    pods = rng.choices((1, 2, 4, 8), weights=(4, 3, 2, 1))[0]
+    gpus = rng.choices((1, 2, 4, 8), weights=(10, 3, 2, 1))[0]
+    pods = rng.choices((1, 2, 4, 8), weights=(10, 3, 2, 1))[0]
     return pods, gpus
 
 
