@@ -5,10 +5,10 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from solver_sched.config.schema import SchedulerConfig
+from solver_sched.config.schema import SchedulerConfig, Settings
 from solver_sched.domain.plan import Plan
 from solver_sched.domain.snapshot import ClusterSnapshot
 from solver_sched.formulation.build import Built, build
@@ -54,8 +54,8 @@ def run_cycle(
     backend: str | None = None,
     time_limit: float | None = None,
 ) -> CycleResult:
-    """One global decision. The best of the solver's plan and greedy's plan is emitted, and only
-    after the independent checker accepts it."""
+    """One global decision. Candidates (the solver's plan and greedy's) are packed onto nodes and
+    ranked by the model objective; the best one the independent checker accepts is emitted."""
     s = config.settings
     backend = backend or s.solver
     limit = time_limit if time_limit is not None else s.time_limit_seconds
@@ -67,38 +67,33 @@ def run_cycle(
         greedy = solve_greedy(snapshot, problem)
         hint = to_values(problem, built, greedy.sizes, greedy.counts)
     with timer("solve"):
-        stats, solved = _solve(
-            backend, problem, built, hint, limit, s.workers, s.random_seed, s.linearization_level
-        )
+        stats, solved = _solve(backend, problem, built, hint, limit, s)
     with timer("plan"):
-        candidates = [("greedy", greedy)] + ([(backend, solved)] if solved else [])
-        best = None
-        for label, assignment in candidates:
+        ranked = []
+        for label, assignment in [("greedy", greedy)] + ([(backend, solved)] if solved else []):
             st, notes = pack(snapshot, problem, assignment)
             notes += minimize_evictions(st)
             final = Assignment(dict(st.size), counts_of(snapshot, problem, st.placed))
             values = to_values(problem, built, final.sizes, final.counts)
-            if values is None:
-                continue
-            value = built.model.objective_value(values)
-            if best is None or value > best[0] or (value == best[0] and label != "greedy"):
-                best = (value, label, st, notes, values)
-    violations: list[str] = []
+            value = built.model.objective_value(values) if values is not None else None
+            rank = (value is not None, value or 0, label != "greedy")
+            ranked.append((rank, label, st, notes, values))
+        ranked.sort(key=lambda c: c[0], reverse=True)
     with timer("check"):
-        plan = Plan(notes=("no feasible plan",))
-        terms: dict[str, int] = {}
-        chosen = ""
-        if best is not None:
-            value, chosen, st, notes, values = best
+        rejected: list[str] = []
+        for (_, value, _), label, st, notes, values in ranked:
             plan = diff(snapshot, st, now, notes)
             violations = check(snapshot, plan, now, s.priority_preemption, s.queue_reclaim)
-            terms = built.model.evaluate(values)
-            if violations:  # fail closed: never emit a plan the checker rejects
-                plan = Plan(jobs=plan.jobs, notes=("plan rejected by the checker", *violations))
-            stats = SolveStats(
-                stats.backend, stats.status, float(value), stats.bound, stats.seconds, stats.detail
-            )
-    return CycleResult(plan, stats, terms, timer.phases, violations, chosen)
+            if violations:  # fail closed: a plan the checker rejects is never emitted
+                rejected += [f"{label}: {v}" for v in violations]
+                continue
+            terms = built.model.evaluate(values) if values is not None else {}
+            objective = float(value) if values is not None else None
+            stats = replace(stats, objective=objective)
+            return CycleResult(plan, stats, terms, timer.phases, [], label)
+    jobs = diff(snapshot, ranked[0][2], now, []).jobs
+    plan = Plan(jobs=jobs, notes=("no plan passed the checker", *rejected))
+    return CycleResult(plan, stats, {}, timer.phases, rejected or ["no plan"], "")
 
 
 def _solve(
@@ -107,20 +102,23 @@ def _solve(
     built: Built,
     hint: list[int] | None,
     limit: float,
-    workers: int,
-    seed: int,
-    linearization_level: int,
+    s: Settings,
 ) -> tuple[SolveStats, Assignment | None]:
     if backend == "greedy":
         return SolveStats("greedy", SolveStatus.HEURISTIC), None
-    if backend == "cpsat":
-        status, values, obj, bound, secs, detail = solve_cpsat(
-            built.model, hint, limit, workers, seed, linearization_level
-        )
-    elif backend == "milp":
-        status, values, obj, bound, secs, detail = solve_milp(built.model, limit, workers)
-    else:
+    if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    if problem.too_large:
+        return SolveStats(backend, SolveStatus.NO_SOLUTION, detail=problem.too_large), None
+    try:
+        if backend == "cpsat":
+            status, values, obj, bound, secs, detail = solve_cpsat(
+                built.model, hint, limit, s.workers, s.random_seed, s.linearization_level
+            )
+        else:
+            status, values, obj, bound, secs, detail = solve_milp(built.model, limit, s.workers)
+    except (RuntimeError, ValueError, OverflowError, IndexError) as exc:  # solver library failure
+        return SolveStats(backend, SolveStatus.NO_SOLUTION, detail=f"solver error: {exc}"), None
     stats = SolveStats(backend, status, obj, bound, secs, detail)
     if values is None:
         return stats, None

@@ -104,7 +104,6 @@ class Settings(_Strict):
     random_seed: int = Field(default=0, alias="randomSeed", ge=0)
     priority_preemption: bool = Field(default=True, alias="priorityPreemption")
     queue_reclaim: bool = Field(default=True, alias="queueReclaim")
-    repair_rounds: int = Field(default=2, alias="repairRounds", ge=0, le=10)
 
     @field_validator("default_cooldown")
     @classmethod

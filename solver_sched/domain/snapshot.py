@@ -49,4 +49,9 @@ class ClusterSnapshot:
         return tuple(self.pods[p] for p in job.pods if self.pods[p].bound)
 
     def waiting_pods(self, job: Job) -> tuple[Pod, ...]:
-        return tuple(self.pods[p] for p in job.pods if self.pods[p].waiting)
+        """Pending pods of the job this scheduler may bind (its schedulerName is ours)."""
+        return tuple(
+            pod
+            for p in job.pods
+            if (pod := self.pods[p]).waiting and pod.scheduler_name == self.scheduler_name
+        )

@@ -29,6 +29,12 @@ from solver_sched.formulation.problem import (
 from solver_sched.formulation.sizes import change_to
 
 ANY_START = "any"  # trigger fired by any guaranteed gang starting
+MAX_TIER_WEIGHT = 2**20  # many distinct priorities share the top weight instead of overflowing
+MAX_OBJECTIVE = 2**62  # CP-SAT works in int64
+
+
+class ModelTooLarge(ValueError):
+    """The objective's coefficients would not fit the solvers' integer range."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +107,7 @@ def prepare(
     quotas = _quota_rows(snapshot, jobs, index, active, usage_now, borrowing)
     capacity = {c.id: {r: q * len(c.nodes) for r, q in c.free.items()} for c in classes}
     band = _band(jobs, shapes, classes, weights)
+    too_large = _too_large(jobs, quotas, band, weights)
     return Problem(
         classes=classes,
         shapes=shapes,
@@ -120,6 +127,7 @@ def prepare(
         shape_of=shapes_of,
         class_of=class_of,
         reasons=reasons,
+        too_large=too_large,
     )
 
 
@@ -265,6 +273,11 @@ def _option(
         released=released,
         usage=res.total(p.requests for p in kept),
         guaranteed_units=sum(units[: job.min_pods]) if size >= job.min_pods else 0,
+        guaranteed_gpus=(
+            sum(p.requests.get(res.GPU, 0) for p in kept[: job.min_pods])
+            if size >= job.min_pods
+            else 0
+        ),
         elastic_units=sum(units[job.min_pods :]),
         evicted=len(change.evict),
     )
@@ -276,9 +289,12 @@ def _tier_weights(weights: ObjectiveWeights, priorities: Iterable[int]) -> dict[
         out = {}
         for p in distinct:
             eligible = [t.weight for t in weights.tiers if t.min_priority <= p]
-            out[p] = eligible[-1] if eligible else weights.guaranteed
+            out[p] = eligible[-1] if eligible else weights.tiers[0].weight
         return out
-    return {p: weights.guaranteed * weights.tier_factor**rank for rank, p in enumerate(distinct)}
+    return {
+        p: min(MAX_TIER_WEIGHT, weights.guaranteed * weights.tier_factor**rank)
+        for rank, p in enumerate(distinct)
+    }
 
 
 # -- nodes and shapes ------------------------------------------------------------------------
@@ -454,6 +470,9 @@ def _quota_rows(
         for q in jm.queue_chain:
             members[q].append(i)
     active_usage = _queue_usage(snapshot, (p for st in active.values() for p in st.running))
+    forced = _queue_usage(  # partial or irregular gangs may have to go whatever the floor says
+        snapshot, (p for st in active.values() if not st.running_ok for p in st.running)
+    )
     rows = []
     for name in sorted(snapshot.quota.queues):
         if name == IMPLICIT_QUEUE or not members.get(name):
@@ -465,7 +484,9 @@ def _quota_rows(
         floor = {}
         if name in borrowing:
             floor = {
-                r: m - fixed.get(r, 0) for r, m in queue.min.items() if now_total.get(r, 0) > m
+                r: min(m, now_total.get(r, 0) - forced.get(name, {}).get(r, 0)) - fixed.get(r, 0)
+                for r, m in queue.min.items()
+                if now_total.get(r, 0) > m
             }
         jobs_cap = None
         if queue.max_jobs is not None:
@@ -501,3 +522,20 @@ def _band(
         )
         total += weights.packing * gpus * max_gpu_free
     return total + 1
+
+
+def _too_large(
+    jobs: tuple[JobModel, ...], quotas: tuple[QuotaRow, ...], band: int, weights: ObjectiveWeights
+) -> str | None:
+    """Why the objective would overflow the solvers' integers, or None when it fits."""
+    top = 0
+    for jm in jobs:
+        top += jm.tier_weight * max(o.guaranteed_units for o in jm.options)
+        top += weights.waiting * jm.waiting_hours + weights.gang_break
+    top += weights.quota_min * sum(row.min_gpus for row in quotas)
+    if (top + 1) * band >= MAX_OBJECTIVE:
+        return (
+            f"objective range {top} x {band} exceeds the solvers' integers; "
+            f"lower the weights or the number of priority tiers"
+        )
+    return None

@@ -43,6 +43,7 @@ class SizeOption:
     released: Mapping[int, Resources]  # class id -> resources freed by evicting running pods
     usage: Resources  # the job's quota usage at this size
     guaranteed_units: int  # value units of the guaranteed part placed (0 or all of them)
+    guaranteed_gpus: int  # GPUs of the guaranteed part placed (for the queue-min term)
     elastic_units: int  # value units above the minimum
     evicted: int  # running pods evicted to reach this size
 
@@ -97,3 +98,4 @@ class Problem:
     shape_of: Mapping[str, int] = field(default_factory=dict)  # pending pod -> shape id
     class_of: Mapping[str, int] = field(default_factory=dict)  # schedulable node -> class id
     reasons: Mapping[str, str] = field(default_factory=dict)  # static reasons found while preparing
+    too_large: str | None = None  # set when the objective would overflow: solvers are skipped

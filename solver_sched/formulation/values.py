@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from solver_sched.domain.resources import GPU
 from solver_sched.formulation.build import Built
 from solver_sched.formulation.prepare import ANY_START
 from solver_sched.formulation.problem import Problem
@@ -46,7 +45,7 @@ def to_values(
     for r, var in v.u.items():
         row = problem.quotas[r]
         used = sum(
-            o.usage.get(GPU, 0)
+            o.guaranteed_gpus
             for j in row.jobs
             for o in problem.jobs[j].options
             if o.size == sizes.get(problem.jobs[j].name, 0)

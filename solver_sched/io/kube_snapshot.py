@@ -84,6 +84,10 @@ def snapshot_from_objects(
                 b.default_priority = pc.value
     nodes = {n.name: n for raw in by_kind["Node"] if (n := _node(b, raw)) is not None}
     pods = {p.name: p for raw in by_kind["Pod"] if (p := _pod(b, raw)) is not None}
+    pods = {  # a bound pod is in its node's cluster
+        n: replace(p, cluster=nodes[p.node_name].cluster) if p.node_name in nodes else p
+        for n, p in pods.items()
+    }
     quota = _quota_tree(b, by_kind["ElasticQuotaTree"])
     groups = {}
     for raw in by_kind["PodGroup"]:
@@ -265,7 +269,6 @@ def _pod(b: _Build, raw: dict[str, Any]) -> Pod | None:
         constraints=_constraints(p),
         order=_order(p),
         created=p.metadata.creation_timestamp,
-        cluster=p.metadata.labels.get(CLUSTER_LABEL, "default"),
         invalid=requests if isinstance(requests, str) else None,
     )
 

@@ -43,9 +43,9 @@ def check(
     usage_after = _queue_usage(snapshot, after)
     for name, job in snapshot.jobs.items():
         touched = before_size[name] != after_size[name] or any(b.job == name for b in plan.binds)
-        if job.invalid:
+        if job.invalid or snapshot.quota.invalid_in_chain(_queue(snapshot, job)):
             if touched:
-                bad.append(f"job {name}: invalid job changed by the plan")
+                bad.append(f"job {name}: job with an invalid spec or queue changed by the plan")
             continue
         _job_rules(
             snapshot,

@@ -5,15 +5,16 @@ For each queue q and resource r with a max: sum_{j in q} sum_s usage[j,s,r] y[j,
 without forcing evictions). Running jobs: sum_{j in q} run_j <= jobs_cap[q]. A borrowing queue keeps
 its min when others reclaim: sum usage >= floor[q,r].
 
-Reclaim is also valued: u[q] <= sum_{j in q} gpus[j,s] y[j,s] with u[q] <= min[q] counts the GPUs of
-each leaf's min in use, and the guaranteed band rewards quota_min_weight * u[q]. A queue below its
-min therefore wins capacity back from borrowing queues even against higher priorities there.
+Reclaim is also valued: u[q] <= sum_{j in q} guaranteed_gpus[j,s] y[j,s] with u[q] <= min[q] counts
+the GPUs of each leaf's min held by guaranteed parts, and the guaranteed band rewards
+quota_min_weight * u[q]. A queue below its min therefore wins capacity back from borrowing queues
+even against higher priorities there; elastic pods never count, so rule 4 still holds.
+The floor leaves out gangs that must change anyway (partial or irregular sizes).
 """
 
 from __future__ import annotations
 
 from solver_sched.domain.quota import MAX_JOBS
-from solver_sched.domain.resources import GPU
 from solver_sched.formulation.linear import LinearModel, Terms
 from solver_sched.formulation.problem import Problem
 from solver_sched.formulation.variables import Vars
@@ -39,7 +40,12 @@ def add(problem: Problem, model: LinearModel, v: Vars) -> None:
                     f"quota_min[{row.queue},{r}]", _usage(problem, v, row.jobs, r), floor, None
                 )
         if (r_u := v.u.get(index)) is not None:
-            terms = [(r_u, 1)] + [(y, -c) for y, c in _usage(problem, v, row.jobs, GPU)]
+            covered = [
+                (v.y[j][k], -o.guaranteed_gpus)
+                for j in row.jobs
+                for k, o in enumerate(problem.jobs[j].options)
+            ]
+            terms = [(r_u, 1), *covered]
             model.add(f"quota_min_used[{row.queue}]", terms, None, 0)
             model.term("guaranteed", "quota_min", [(r_u, problem.quota_min_weight)])
         if row.jobs_cap is not None:
