@@ -1,4 +1,7 @@
-"""One scheduling cycle: snapshot -> problem -> solve -> plan -> check. Pure: no I/O, no clock."""
+"""One scheduling cycle: snapshot -> problem -> solve -> plan -> check.
+
+Pure: no I/O, and the clock only through ``now`` (perf_counter measures phase durations).
+"""
 
 from __future__ import annotations
 

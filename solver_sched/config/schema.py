@@ -1,11 +1,12 @@
 """Weights and settings. One schema for the CLI's --config file and the controller's ConfigMap.
 
 The objective has two bands (see docs/formulation.md): the guaranteed band (guaranteed placement by
-priority tier, waiting time, gang breaks) and the elastic band (elastic pods, elastic evictions,
-packing). The model multiplies the guaranteed band by a factor computed per instance that exceeds
-the largest possible elastic band, so rule 4 (guaranteed before elastic) holds for any weights given
-here; validation rejects weights that would break the ordering *inside* a band (negative weights, a
-tier that weighs less than a lower-priority tier, a gang break cheaper than a waiting bonus).
+priority tier, queue-min coverage, waiting time, gang breaks) and the elastic band (elastic pods,
+elastic evictions, packing). The model multiplies the guaranteed band by a factor computed per
+instance that exceeds the largest possible elastic band, so rule 4 (guaranteed before elastic) holds
+for any weights given here; validation rejects weights that would break the ordering *inside* a
+band (negative weights, a tier weighing less than a lower-priority tier, a waiting bonus that could
+outweigh placing a gang).
 """
 
 from __future__ import annotations

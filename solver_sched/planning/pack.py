@@ -3,8 +3,8 @@ evictions the final plan does not need.
 
 The model reasons over classes of identical nodes; a class's summed capacity can admit pods that no
 single node holds. Packing goes job by job (guaranteed starts first, larger pods first) into the
-class the solver chose, then into any feasible node; a gang that still does not fit falls back to
-its size before the cycle (or 0 when it was starting), all-or-nothing.
+class the solver chose, then into any feasible node; a gang that still does not fit falls back,
+all-or-nothing, to the largest allowed size it already holds (0 when it was starting).
 """
 
 from __future__ import annotations

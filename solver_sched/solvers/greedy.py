@@ -6,7 +6,8 @@
    job first, then whole gangs its start may preempt, lowest priority first) until it fits, or roll
    everything back. A partial gang that cannot be completed is evicted.
 3. Elastic growth, highest priority first: each job grows to the largest allowed size that fits.
-It is a complete, feasible assignment: the CP-SAT hint and the fallback when a solver finds nothing.
+Every step respects the queue rows, so the result maps onto the model as a complete CP-SAT hint; it
+is also always a candidate plan, so the emitted plan is never worse than greedy's.
 """
 
 from __future__ import annotations

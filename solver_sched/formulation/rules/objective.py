@@ -4,6 +4,7 @@ Guaranteed band (times ``band`` > the largest elastic band, so rule 4 holds for 
   guaranteed[tier]  tier_weight[j] * guaranteed_units[j,s] * y[j,s]
   waiting           waiting_weight * hours_waited[j] * run_j   (pending gangs only)
   gang_break        -gang_break * y[j,0]                       (running gangs broken)
+  quota_min         quota_min_weight * u[q]                    (added by rules/quota.py)
 Elastic band:
   elastic           elastic_weight * elastic_units[j,s] * y[j,s]
   elastic_eviction  -eviction_weight * evicted[j,s] * y[j,s]
