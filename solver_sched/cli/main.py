@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import socket
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,6 +36,33 @@ def _parser() -> argparse.ArgumentParser:
     w.add_argument("-o", "--output", choices=("table", "json"), default="table")
     w.add_argument("--now", type=_now, help="RFC 3339 clock for cooldowns (default: now)")
     w.add_argument("--scheduler-name", help="schedulerName of pods we may bind")
+    r = sub.add_parser("run", help="schedule a live cluster (the secondary scheduler)")
+    r.add_argument(
+        "--kubeconfig",
+        default=os.environ.get("KUBECONFIG"),
+        help="default: $KUBECONFIG, else the in-cluster service account",
+    )
+    r.add_argument("--scheduler-name", default=os.environ.get("SCHEDULER_NAME", "solver-sched"))
+    r.add_argument(
+        "--namespace",
+        default=os.environ.get("POD_NAMESPACE", "solver-sched"),
+        help="where the ConfigMap and the leader Lease live",
+    )
+    r.add_argument("--config-map", default="solver-sched-config")
+    r.add_argument("--cycle-interval", type=float, default=10.0, help="seconds between cycles")
+    r.add_argument("--leader-elect", action="store_true")
+    r.add_argument("--identity", default=os.environ.get("POD_NAME") or socket.gethostname())
+    r.add_argument("--metrics-addr", default=":8080", help="host:port; empty to disable")
+    r.add_argument("--dry-run", action="store_true", help="plan and report, change nothing")
+    r.add_argument("--qps", type=float, default=50.0, help="API writes per second")
+    r.add_argument("--burst", type=int, default=100)
+    r.add_argument("--bind-workers", type=int, default=16, help="binds in flight at once")
+    r.add_argument("--eviction-grace-seconds", type=int, default=None)
+    r.add_argument("--config", type=Path, help="initial config before the ConfigMap is read")
+    r.add_argument("-v", "--verbose", action="store_true")
+    d = sub.add_parser("dump", help="write the live cluster as a what-if input file")
+    d.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"))
+    d.add_argument("-o", "--out", type=Path, required=True)
     g = sub.add_parser("generate", help="write a synthetic cluster (benchmarks)")
     g.add_argument("--nodes", type=int, default=64)
     g.add_argument("--running", type=int, default=200)
@@ -46,12 +75,57 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "run":
+        return _run(args)
+    if args.command == "dump":
+        return _dump(args)
     if args.command == "generate":
         from solver_sched.synthetic import write_cluster
 
         write_cluster(args.out, args.nodes, args.running, args.pending, args.seed, args.now)
         return 0
     return _whatif(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    import logging
+
+    from solver_sched.kube.controller import RunOptions, run_forever
+
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        config = load_config(args.config) if args.config else None
+    except ConfigError as exc:
+        print(f"solver-sched: {exc}", file=sys.stderr)
+        return 2
+    opts = RunOptions(
+        kubeconfig=args.kubeconfig,
+        scheduler_name=args.scheduler_name,
+        namespace=args.namespace,
+        config_map=args.config_map,
+        cycle_interval=args.cycle_interval,
+        leader_elect=args.leader_elect,
+        identity=args.identity,
+        metrics_addr=args.metrics_addr or None,
+        dry_run=args.dry_run,
+        qps=args.qps,
+        burst=args.burst,
+        bind_workers=args.bind_workers,
+        eviction_grace_seconds=args.eviction_grace_seconds,
+    )
+    run_forever(opts, config)
+    return 0
+
+
+def _dump(args: argparse.Namespace) -> int:
+    from solver_sched.kube.dump import dump_cluster
+
+    count = dump_cluster(args.kubeconfig, args.out)
+    print(f"wrote {count} objects to {args.out}")
+    return 0
 
 
 def _whatif(args: argparse.Namespace) -> int:

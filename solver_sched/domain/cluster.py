@@ -58,6 +58,7 @@ class Pod:
     created: datetime | None = None
     cluster: str = DEFAULT_CLUSTER
     invalid: str | None = None  # e.g. unparsable requests: its job is not planned
+    terminating: bool = False  # deletionTimestamp set: still holds its node, no longer a member
 
     @property
     def terminated(self) -> bool:
@@ -70,7 +71,7 @@ class Pod:
 
     @property
     def waiting(self) -> bool:
-        return self.node_name is None and not self.terminated
+        return self.node_name is None and not self.terminated and not self.terminating
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +96,7 @@ class Job:
     source: str = ""  # the object that defined the gang, e.g. "PodGroup default/x"
     cluster: str | None = None  # pinned cluster (fleet); None = any
     invalid: str | None = None  # why the job cannot be planned (names object and field)
+    schedule_timeout: timedelta = timedelta(seconds=60)  # a partial gang is rolled back after it
 
     @property
     def elastic(self) -> bool:

@@ -270,6 +270,7 @@ def _pod(b: _Build, raw: dict[str, Any]) -> Pod | None:
         order=_order(p),
         created=p.metadata.creation_timestamp,
         invalid=requests if isinstance(requests, str) else None,
+        terminating=p.metadata.deletion_timestamp is not None,
     )
 
 
@@ -301,7 +302,7 @@ def _jobs(
 ) -> dict[str, Job]:
     members: dict[str, list[Pod]] = defaultdict(list)
     for pod in pods.values():
-        if not pod.terminated:
+        if not pod.terminated and not pod.terminating:
             members[pod.job].append(pod)
     jobs: dict[str, Job] = {}
     for key, plist in sorted(members.items()):
@@ -472,6 +473,8 @@ def _from_podgroup(
         fields["priority"] = b.priority_classes[pg.spec.priority_class_name]
     if pg.metadata.creation_timestamp:
         fields["created"] = pg.metadata.creation_timestamp
+    if pg.spec.schedule_timeout_seconds is not None and pg.spec.schedule_timeout_seconds > 0:
+        fields["schedule_timeout"] = timedelta(seconds=pg.spec.schedule_timeout_seconds)
     return Job(
         name=name,
         min_pods=min_member,

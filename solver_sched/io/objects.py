@@ -22,6 +22,7 @@ class Meta(_Obj):
     labels: dict[str, str] = Field(default_factory=dict)
     annotations: dict[str, str] = Field(default_factory=dict)
     creation_timestamp: datetime | None = Field(default=None, alias="creationTimestamp")
+    deletion_timestamp: datetime | None = Field(default=None, alias="deletionTimestamp")
 
 
 class TaintModel(_Obj):

@@ -1,0 +1,140 @@
+"""Leader election on a coordination.k8s.io/v1 Lease.
+
+Expiry is judged by *observed* time, as client-go does: a lease whose record has not changed for
+lease_duration seconds (by our monotonic clock) may be taken over, whatever the holder's clock says.
+``is_leader`` is true only while our last successful renew is younger than renew_deadline, so a
+replica that cannot renew stops acting before anyone else may take over.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from solver_sched.kube.api import ApiError, KubeApi
+
+log = logging.getLogger(__name__)
+
+
+def _micro(t: datetime) -> str:
+    return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class LeaderElector:
+    def __init__(
+        self,
+        api: KubeApi,
+        namespace: str,
+        name: str,
+        identity: str,
+        lease_duration: float = 15.0,
+        renew_deadline: float = 10.0,
+        retry_period: float = 2.0,
+    ) -> None:
+        if not lease_duration > renew_deadline > retry_period > 0:
+            raise ValueError("need lease_duration > renew_deadline > retry_period > 0")
+        self.api, self.identity = api, identity
+        self.path = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
+        self.name = name
+        self.lease_duration, self.renew_deadline, self.retry = (
+            lease_duration,
+            renew_deadline,
+            retry_period,
+        )
+        self._renewed_at = -1e18
+        self._observed: tuple[str, float] | None = None  # (record, when first seen)
+        self.transitions = 0
+        self._thread: threading.Thread | None = None
+
+    def is_leader(self) -> bool:
+        return time.monotonic() - self._renewed_at < self.renew_deadline
+
+    def start(self, stop: threading.Event) -> None:
+        self._thread = threading.Thread(target=self._loop, args=(stop,), name="leader", daemon=True)
+        self._thread.start()
+
+    def _loop(self, stop: threading.Event) -> None:
+        while not stop.is_set():
+            was = self.is_leader()
+            try:
+                self.try_acquire_or_renew()
+            except Exception as exc:  # network trouble: is_leader lapses on its own
+                log.warning("lease %s: %s", self.name, exc)
+            now = self.is_leader()
+            if now != was:
+                self.transitions += 1
+                log.info("%s %s leadership", self.identity, "acquired" if now else "lost")
+            stop.wait(self.retry)
+
+    def try_acquire_or_renew(self) -> bool:
+        start = time.monotonic()
+        stamp = _micro(datetime.now(UTC))
+        try:
+            lease = self.api.get(f"{self.path}/{self.name}")
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+            body = self._lease_body(None, stamp, stamp, 0)
+            try:
+                self.api.request("POST", self.path, body=body, limited=False)
+            except ApiError as err:
+                if err.status == 409:
+                    return False
+                raise
+            self._renewed_at = start
+            return True
+        spec = lease.get("spec") or {}
+        holder = spec.get("holderIdentity")
+        record = f"{holder}|{spec.get('renewTime')}"
+        if self._observed is None or self._observed[0] != record:
+            self._observed = (record, start)
+        expired = start - self._observed[1] > self.lease_duration
+        if holder not in (None, "", self.identity) and not expired:
+            return False
+        transitions = int(spec.get("leaseTransitions") or 0) + (holder != self.identity)
+        acquire = spec.get("acquireTime") if holder == self.identity else stamp
+        body = self._lease_body(lease, acquire or stamp, stamp, transitions)
+        try:
+            self.api.request("PUT", f"{self.path}/{self.name}", body=body, limited=False)
+        except ApiError as exc:
+            if exc.status == 409:  # somebody else renewed or took it first
+                return False
+            raise
+        self._renewed_at = start
+        return True
+
+    def _lease_body(
+        self, lease: dict[str, Any] | None, acquire: str, renew: str, transitions: int
+    ) -> dict[str, Any]:
+        meta: dict[str, Any] = {"name": self.name}
+        if lease is not None:
+            meta["resourceVersion"] = lease["metadata"]["resourceVersion"]
+        return {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": meta,
+            "spec": {
+                "holderIdentity": self.identity,
+                "leaseDurationSeconds": int(self.lease_duration),
+                "acquireTime": acquire,
+                "renewTime": renew,
+                "leaseTransitions": transitions,
+            },
+        }
+
+    def release(self) -> None:
+        """Give the lease up on a clean shutdown so a standby takes over at once."""
+        if not self.is_leader():
+            return
+        self._renewed_at = -1e18
+        try:
+            lease = self.api.get(f"{self.path}/{self.name}")
+            if (lease.get("spec") or {}).get("holderIdentity") == self.identity:
+                lease["spec"]["holderIdentity"] = ""
+                lease["spec"]["leaseDurationSeconds"] = 1
+                self.api.request("PUT", f"{self.path}/{self.name}", body=lease, limited=False)
+        except ApiError as exc:
+            log.warning("releasing lease: %s", exc)

@@ -1,0 +1,211 @@
+"""Tell users why: pod conditions, Events, PodGroup status and the last-scale-time annotation.
+
+Writes only what changed (compared with the cached object, or the last event sent), so a steady
+cluster costs no API calls.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from solver_sched.domain.plan import Plan
+from solver_sched.domain.snapshot import ClusterSnapshot, InputError
+from solver_sched.kube.api import ApiError, KubeApi
+from solver_sched.kube.resources import POD_GROUP_APIS
+from solver_sched.kube.store import ObjectStore
+
+log = logging.getLogger(__name__)
+LAST_SCALE = "solver-sched.io/last-scale-time"
+EVENT_REPEAT_SECONDS = 300.0
+
+
+def rfc3339(t: datetime) -> str:
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class StatusWriter:
+    def __init__(
+        self, api: KubeApi, store: ObjectStore, component: str, may_act: Callable[[], bool]
+    ) -> None:
+        self.api, self.store, self.component, self.may_act = api, store, component, may_act
+        self._sent: dict[tuple[str, str, str], float] = {}
+
+    # -- events ------------------------------------------------------------------------------
+    def event(self, ref: dict[str, Any], reason: str, message: str, warning: bool = False) -> None:
+        """A core/v1 Event on ``ref`` (kind, apiVersion, namespace, name[, uid])."""
+        key = (f"{ref.get('kind')}/{ref.get('namespace')}/{ref.get('name')}", reason, message)
+        now = time.monotonic()
+        if now - self._sent.get(key, -1e9) < EVENT_REPEAT_SECONDS or not self.may_act():
+            return
+        self._sent[key] = now
+        ns = ref.get("namespace") or "default"
+        stamp = rfc3339(datetime.now().astimezone())
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": f"{ref.get('name')}.{uuid.uuid4().hex[:12]}", "namespace": ns},
+            "involvedObject": ref,
+            "reason": reason,
+            "message": message[:1024],
+            "type": "Warning" if warning else "Normal",
+            "source": {"component": self.component},
+            "reportingComponent": self.component,
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "count": 1,
+        }
+        try:
+            self.api.request("POST", f"/api/v1/namespaces/{ns}/events", body=body)
+        except ApiError as exc:
+            log.warning("event %s on %s: %s", reason, key[0], exc)
+
+    def pod_ref(self, pod: str) -> dict[str, Any]:
+        ns, name = pod.split("/", 1)
+        obj = self.store.get("Pod.v1", pod) or {}
+        uid = (obj.get("metadata") or {}).get("uid")
+        return {
+            "kind": "Pod",
+            "apiVersion": "v1",
+            "namespace": ns,
+            "name": name,
+            **({"uid": uid} if uid else {}),
+        }
+
+    def group_ref(self, job: str) -> dict[str, Any] | None:
+        """The PodGroup object behind a job, from whichever API defines it."""
+        for resource in POD_GROUP_APIS.values():
+            obj = self.store.get(resource.key, job)
+            if obj is not None:
+                meta = obj.get("metadata") or {}
+                return {
+                    "kind": "PodGroup",
+                    "apiVersion": resource.api_version,
+                    "namespace": meta.get("namespace"),
+                    "name": meta.get("name"),
+                    "uid": meta.get("uid"),
+                }
+        return None
+
+    def input_errors(self, errors: tuple[InputError, ...]) -> None:
+        for err in errors:
+            kind, _, ref = err.obj.partition(" ")
+            ns, _, name = ref.rpartition("/")
+            api = "v1"
+            if kind == "PodGroup":
+                group = self.group_ref(ref)
+                api = group["apiVersion"] if group else api
+            elif kind == "ElasticQuotaTree":
+                api = "scheduling.sigs.k8s.io/v1beta1"
+            target = {"kind": kind, "apiVersion": api, "namespace": ns or "default", "name": name}
+            self.event(target, "InvalidSpec", f"{err.field}: {err.message}", warning=True)
+
+    # -- pods --------------------------------------------------------------------------------
+    def unschedulable(self, pod: str, message: str, now: datetime) -> None:
+        """PodScheduled=False/Unschedulable with the plan's reason, when it differs."""
+        obj = self.store.get("Pod.v1", pod)
+        if obj is None or (obj.get("spec") or {}).get("nodeName") or not self.may_act():
+            return
+        for cond in (obj.get("status") or {}).get("conditions") or []:
+            if (
+                cond.get("type") == "PodScheduled"
+                and cond.get("status") == "False"
+                and cond.get("message") == message
+            ):
+                return
+        ns, name = pod.split("/", 1)
+        patch = {
+            "status": {
+                "conditions": [
+                    {
+                        "type": "PodScheduled",
+                        "status": "False",
+                        "reason": "Unschedulable",
+                        "message": message,
+                        "lastTransitionTime": rfc3339(now),
+                    }
+                ]
+            }
+        }
+        try:
+            self.api.request(
+                "PATCH",
+                f"/api/v1/namespaces/{ns}/pods/{name}/status",
+                body=patch,
+                content_type="application/strategic-merge-patch+json",
+            )
+        except ApiError as exc:
+            if exc.status != 404:
+                log.warning("pod status %s: %s", pod, exc)
+
+    # -- pod groups --------------------------------------------------------------------------
+    def group_status(self, job: str, phase: str, running: int) -> None:
+        ref = self.group_ref(job)
+        if ref is None or not self.may_act():
+            return
+        obj = self.store.get(POD_GROUP_APIS[ref["apiVersion"].split("/")[0]].key, job) or {}
+        status = obj.get("status") or {}
+        if status.get("phase") == phase and status.get("running") == running:
+            return
+        path = f"/apis/{ref['apiVersion']}/namespaces/{ref['namespace']}/podgroups/{ref['name']}"
+        try:
+            self.api.request(
+                "PATCH",
+                f"{path}/status",
+                body={"status": {"phase": phase, "running": running}},
+                content_type="application/merge-patch+json",
+            )
+        except ApiError as exc:
+            if exc.status not in (404, 422):
+                log.warning("PodGroup status %s: %s", job, exc)
+
+    def last_scale_time(self, job: str, now: datetime) -> None:
+        ref = self.group_ref(job)
+        if ref is None or not self.may_act():
+            return
+        path = f"/apis/{ref['apiVersion']}/namespaces/{ref['namespace']}/podgroups/{ref['name']}"
+        patch = {"metadata": {"annotations": {LAST_SCALE: rfc3339(now)}}}
+        try:
+            self.api.request("PATCH", path, body=patch, content_type="application/merge-patch+json")
+        except ApiError as exc:
+            log.warning("annotate %s: %s", job, exc)
+
+    # -- one cycle's report ------------------------------------------------------------------
+    def report(
+        self,
+        plan: Plan,
+        snapshot: ClusterSnapshot,
+        bound: set[str],
+        evicted: set[str],
+        deferred: dict[str, str],
+        now: datetime,
+    ) -> None:
+        for row in plan.jobs:
+            job = snapshot.jobs.get(row.name)
+            if job is None:
+                continue
+            waiting = [p for p in snapshot.waiting_pods(job) if p.name not in bound]
+            reason = deferred.get(row.name) or row.reason
+            if waiting and reason:
+                for p in waiting:
+                    self.unschedulable(p.name, reason, now)
+                ref = self.group_ref(row.name)
+                if ref is not None and row.planned < row.current + len(waiting):
+                    self.event(ref, "Unschedulable", reason, warning=True)
+            phase = "Running" if row.planned >= row.min_workers and row.planned else "Pending"
+            if row.name not in deferred:
+                self.group_status(row.name, phase, row.planned)
+        for ev in plan.evictions:
+            done = [p for p in ev.pods if p in evicted]
+            if not done:
+                continue
+            ref = self.group_ref(ev.job)
+            reason = "Preempted" if ev.reason.startswith("preempted") else "Resized"
+            for pod_name in done:
+                self.event(self.pod_ref(pod_name), reason, ev.reason, warning=reason == "Preempted")
+            if ref is not None:
+                self.event(ref, reason, ev.reason, warning=reason == "Preempted")
