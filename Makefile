@@ -7,7 +7,10 @@ STAMP := $(VENV)/.installed
 NOW := 2026-01-01T12:00:00Z
 SEEDS := gang-8-on-5 elastic-fill guaranteed-preempts-elastic cooldown quota-max-jobs
 
-.PHONY: run test lint unit install clean
+TESTENV := .cache/bin/kube-testenv
+TESTENV_SRC := tools/kube-testenv/main.go tools/kube-testenv/go.mod tools/kube-testenv/go.sum
+
+.PHONY: run test lint unit install testenv clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,6 +19,13 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# A real kube-apiserver + etcd, compiled from Go modules; rebuilt only when its sources change.
+$(TESTENV): $(TESTENV_SRC)
+	mkdir -p $(dir $(TESTENV))
+	cd tools/kube-testenv && CGO_ENABLED=0 go build -trimpath -o ../../$(TESTENV) .
+
+testenv: $(TESTENV)
 
 run: $(STAMP)
 	@for s in $(SEEDS); do \
@@ -30,7 +40,7 @@ lint: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest -m "not integration"
 
-test: lint
+test: lint $(TESTENV)
 	$(BIN)/pytest
 
 clean:
