@@ -54,6 +54,7 @@ def pod(
     node_selector: dict[str, str] | None = None,
     tolerations: list[dict[str, str]] | None = None,
     created: str | None = None,
+    priority_class: str | None = None,
 ) -> dict[str, Any]:
     requests: dict[str, Any] = {"cpu": cpu, "memory": memory}
     limits: dict[str, Any] = {}
@@ -82,6 +83,8 @@ def pod(
         spec["nodeName"] = node_name
     if priority is not None:
         spec["priority"] = priority
+    if priority_class:
+        spec["priorityClassName"] = priority_class  # what a real cluster admits
     if node_selector:
         spec["nodeSelector"] = node_selector
     if tolerations:
@@ -151,6 +154,7 @@ def gang(
     cpu: str = "4",
     memory: str = "16Gi",
     created: str | None = None,
+    priority_class: str | None = None,
 ) -> list[dict[str, Any]]:
     """A PodGroup and its worker pods; ``running_on[i]`` binds worker i to that node."""
     objs = [
@@ -177,6 +181,7 @@ def gang(
                 cpu=cpu,
                 memory=memory,
                 created=created,
+                priority_class=priority_class,
             )
         )
     return objs

@@ -32,7 +32,7 @@ def check(
         if (node := bound_to.get(name) or (pod.node_name if pod.bound else None)) is not None
         and name not in evicted
     }
-    _node_fit(snapshot, after, set(bound_to.values()), bad)
+    _node_fit(snapshot, after, bound_to, bad)
     before_size = {n: len(snapshot.running_pods(j)) for n, j in snapshot.jobs.items()}
     after_size = {n: sum(p in after for p in j.pods) for n, j in snapshot.jobs.items()}
     started = [n for n, j in snapshot.jobs.items() if before_size[n] < j.min_pods <= after_size[n]]
@@ -112,18 +112,29 @@ def _evictions(snapshot: ClusterSnapshot, plan: Plan, bad: list[str]) -> set[str
 
 
 def _node_fit(
-    snapshot: ClusterSnapshot, after: dict[str, str], targets: set[str], bad: list[str]
+    snapshot: ClusterSnapshot,
+    after: dict[str, str],
+    bound_to: dict[str, str],
+    bad: list[str],
 ) -> None:
+    """Every resource a bound pod requests fits its node after the plan (as the kubelet admits:
+    resources the new pods do not request may already be overcommitted by others)."""
+    targets = set(bound_to.values())
     used: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for pod_name, node in after.items():
         if node in targets:
             for r, q in snapshot.pods[pod_name].requests.items():
                 used[node][r] += q
+    requested: dict[str, set[str]] = defaultdict(set)
+    for pod_name, node in bound_to.items():
+        requested[node].update(r for r, q in snapshot.pods[pod_name].requests.items() if q)
     for node in sorted(targets):
         alloc = snapshot.nodes[node].allocatable
-        for r, q in sorted(used[node].items()):
-            if q > alloc.get(r, 0):
-                bad.append(f"node {node}: {r} {q} requested > {alloc.get(r, 0)} allocatable")
+        for r in sorted(requested[node]):
+            if used[node][r] > alloc.get(r, 0):
+                bad.append(
+                    f"node {node}: {r} {used[node][r]} requested > {alloc.get(r, 0)} allocatable"
+                )
 
 
 def _job_rules(

@@ -1,0 +1,178 @@
+"""The controller's guarantees against a real API server: preemption, restarts, leader failover,
+bad config, PodDisruptionBudgets, watch expiry."""
+
+from __future__ import annotations
+
+import threading
+import time
+import urllib.request
+from collections.abc import Callable
+
+import pytest
+
+from solver_sched.io import manifests as m
+from solver_sched.kube.api import ApiError, KubeApi
+from solver_sched.kube.controller import Controller
+from solver_sched.kube.informer import Informer
+from solver_sched.kube.resources import CONFIG_MAPS
+from solver_sched.kube.store import ObjectStore
+from tests.integration.kube import Kube, wait_for
+
+pytestmark = pytest.mark.integration
+POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "default"}}
+CM = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": "solver-sched"}}
+
+
+def _priority_classes(kube: Kube) -> None:
+    for name, value in (("low", 0), ("high", 1000)):
+        try:
+            kube.create({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                         "metadata": {"name": name}, "value": value})
+        except ApiError as exc:
+            if exc.status != 409:
+                raise
+
+
+def _running_gang(kube: Kube, name: str, n: int, node: str, priority: str = "low") -> None:
+    _priority_classes(kube)
+    kube.create_all(m.gang(name, n, running_on=[node] * n, priority_class=priority))
+    for i in range(n):
+        kube.set_running(f"default/{name}-worker-{i}")
+
+
+def test_priority_preemption(kube: Kube, start_controller: Callable[..., Controller]) -> None:
+    kube.create(m.node("n1", gpus=4))
+    _running_gang(kube, "low", 4, "n1")
+    kube.create_all(m.gang("equal", 4, priority_class="low"))
+    controller = start_controller()
+    wait_for("cycles", lambda: controller.cycles >= 2)
+    assert kube.bound("default", "low-") == 4  # equal priority never preempts
+    kube.create_all(m.gang("high", 4, priority_class="high"))
+    wait_for("high bound", lambda: kube.bound("default", "high-") == 4)
+    assert kube.bound("default", "low-") == 0
+    assert kube.bound("default", "equal-") == 0
+    preempted = [e for e in kube.events("default", "low-worker-0") if e["reason"] == "Preempted"]
+    assert preempted and "default/high" in preempted[0]["message"]
+
+
+def test_restart_mid_actuation_never_double_binds(
+        kube: Kube, start_controller: Callable[..., Controller]) -> None:
+    kube.create(m.node("n1", gpus=8))
+    kube.create_all(m.gang("g", 4))
+    calls: list[str] = []
+    crash = threading.Event()
+
+    def fault(action: str) -> None:  # the scheduler "dies" after two binds went out
+        calls.append(action)
+        if len(calls) > 2:
+            crash.set()
+            raise RuntimeError("simulated crash")
+
+    first = start_controller(fault=fault, bind_workers=1)
+    wait_for("crash", crash.is_set)
+    first.shutdown()
+    wait_for("the two binds landed", lambda: kube.bound("default", "g-") == 2)
+    second = start_controller()
+    wait_for("gang completed", lambda: kube.bound("default", "g-") == 4)
+    wait_for("a settled cycle", lambda: second.cycles >= 3)
+    failures = [w for c in (first, second) if c.last_outcome
+                for w in c.last_outcome.bind_failed.values()]
+    assert "already bound" not in failures
+
+
+def test_partial_gang_is_rolled_back_after_its_timeout(
+        kube: Kube, start_controller: Callable[..., Controller]) -> None:
+    kube.create(m.node("n1", gpus=2))
+    objs = m.gang("g", 4, running_on=["n1", "n1"])
+    objs[0]["spec"]["scheduleTimeoutSeconds"] = 2
+    kube.create_all(objs)
+    controller = start_controller()
+    wait_for("rolled back", lambda: kube.bound("default", "g-") == 0)
+    assert controller.metrics.rollbacks._value.get() + controller.metrics.evictions._value.get()
+
+
+def test_leader_failover(kube: Kube, start_controller: Callable[..., Controller]) -> None:
+    kube.create(m.node("n1", gpus=8))
+    a = start_controller(leader_elect=True, identity="replica-a")
+    wait_for("a leads", a.may_act)
+    b = start_controller(leader_elect=True, identity="replica-b")
+    kube.create_all(m.gang("first", 2))
+    wait_for("first bound", lambda: kube.bound("default", "first-") == 2)
+    assert not b.may_act()
+    a.stop.set()  # a dies: no lease release
+    took = time.monotonic()
+    wait_for("b takes over", b.may_act, timeout=15)
+    assert time.monotonic() - took < 4.0 + 3.0  # lease duration + a renew period or two
+    kube.create_all(m.gang("second", 2))
+    wait_for("second bound by b", lambda: kube.bound("default", "second-") == 2)
+    assert not a.may_act()
+
+
+def test_bad_configmap_keeps_last_good(kube: Kube,
+                                       start_controller: Callable[..., Controller]) -> None:
+    good = {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "solver-sched-config", "namespace": "solver-sched"},
+            "data": {"config.yaml": "settings:\n  timeLimitSeconds: 3\n"}}
+    kube.create(good)
+    controller = start_controller()
+    wait_for("good config", lambda: controller.configs.current.settings.time_limit_seconds == 3)
+    kube.patch(CM, "solver-sched-config",
+               {"data": {"config.yaml": "weights:\n  elastic: -5\n"}})
+    wait_for("error counted", lambda: controller.configs.errors >= 1)
+    assert controller.configs.current.settings.time_limit_seconds == 3
+    events = wait_for("warning event", lambda: [
+        e for e in kube.events("solver-sched", "solver-sched-config")
+        if e["reason"] == "InvalidConfig"])
+    assert "weights.elastic" in events[0]["message"] and events[0]["type"] == "Warning"
+    assert b"solver_sched_config_errors_total 1.0" in controller.metrics.render()
+
+
+def test_pdb_refusal_is_retried_not_treated_as_done(
+        kube: Kube, start_controller: Callable[..., Controller]) -> None:
+    kube.create(m.node("n1", gpus=4))
+    _running_gang(kube, "low", 4, "n1")
+    for i in range(4):
+        kube.patch(POD, f"low-worker-{i}", {"metadata": {"labels": {"app": "low"}}})
+    pdb = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+           "metadata": {"name": "low", "namespace": "default"},
+           "spec": {"minAvailable": 4, "selector": {"matchLabels": {"app": "low"}}}}
+    created = kube.create(pdb)
+    kube.create_all(m.gang("high", 4, priority_class="high"))
+    controller = start_controller()
+    wait_for("blocked evictions", lambda: controller.metrics.evictions_blocked._value.get() >= 2)
+    assert kube.bound("default", "low-") == 4 and kube.bound("default", "high-") == 0
+    status = {"status": {"observedGeneration": created["metadata"]["generation"],
+                         "disruptionsAllowed": 4, "currentHealthy": 4, "desiredHealthy": 0,
+                         "expectedPods": 4}}
+    kube.api.request("PATCH", "/apis/policy/v1/namespaces/default/poddisruptionbudgets/low/status",
+                     body=status, content_type="application/merge-patch+json")
+    wait_for("high bound after the PDB allows it", lambda: kube.bound("default", "high-") == 4)
+
+
+def test_watch_410_relists(kube: Kube, admin_api: KubeApi) -> None:
+    kube.create({"apiVersion": "v1", "kind": "ConfigMap",
+                 "metadata": {"name": "w", "namespace": "default"}, "data": {"v": "0"}})
+    store, stop = ObjectStore(), threading.Event()
+    informer = Informer(admin_api, CONFIG_MAPS, store, stop, namespace="default")
+    informer._list()
+    old = admin_api.get("/api/v1/namespaces/default/configmaps")["metadata"]["resourceVersion"]
+    for i in range(1, 4):
+        kube.patch({**CM, "metadata": {"namespace": "default"}}, "w", {"data": {"v": str(i)}})
+    time.sleep(7)  # etcd compacts every 3 s in the test env
+    with pytest.raises(ApiError) as gone:
+        list(informer._watch(old) for _ in range(1))
+    assert gone.value.status == 410
+    informer.start()  # the real loop: lists again and serves the current state
+    wait_for("relisted", lambda: (store.get(CONFIG_MAPS.key, "default/w") or {}).get(
+        "data", {}).get("v") == "3")
+    stop.set()
+
+
+def test_metrics_and_probes(kube: Kube, start_controller: Callable[..., Controller]) -> None:
+    controller = start_controller(metrics_addr="127.0.0.1:18089")
+    wait_for("ready", controller.ready)
+    base = "http://127.0.0.1:18089"
+    assert urllib.request.urlopen(f"{base}/healthz").status == 200
+    assert urllib.request.urlopen(f"{base}/readyz").status == 200
+    body = urllib.request.urlopen(f"{base}/metrics").read()
+    assert b"solver_sched_cycle_duration_seconds" in body
