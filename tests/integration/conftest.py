@@ -24,6 +24,7 @@ BINARY = Path(os.environ.get("KUBE_TESTENV", ROOT / ".cache" / "bin" / "kube-tes
 
 @dataclass(frozen=True)
 class TestEnv:
+    __test__ = False  # not a test class
     kubeconfig: str
     server: str
     token: str

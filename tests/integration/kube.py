@@ -24,7 +24,7 @@ PLURALS = {"Node": "nodes", "Pod": "pods", "Namespace": "namespaces", "ConfigMap
            "ServiceAccount": "serviceaccounts", "ClusterRole": "clusterroles",
            "ClusterRoleBinding": "clusterrolebindings", "Role": "roles",
            "RoleBinding": "rolebindings", "Deployment": "deployments", "Service": "services",
-           "Event": "events"}
+           "Event": "events", "Job": "jobs"}
 
 
 def path_of(obj: dict[str, Any], name: str | None = None) -> str:
