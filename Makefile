@@ -1,5 +1,6 @@
-# The two commands of the quick start: `make run` and `make test`. Both install what they need
-# into .venv first (Python packages pinned in pyproject.toml).
+# The two commands of the quick start: `make run` (the live demo on a local API server) and
+# `make test` (lint + the whole suite). Both install what they need first: Python packages pinned
+# in pyproject.toml into .venv, and the Go-built kube-apiserver + etcd into .cache/bin.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -7,10 +8,11 @@ STAMP := $(VENV)/.installed
 NOW := 2026-01-01T12:00:00Z
 SEEDS := gang-8-on-5 elastic-fill guaranteed-preempts-elastic cooldown quota-max-jobs
 
+GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 TESTENV := .cache/bin/kube-testenv
 TESTENV_SRC := tools/kube-testenv/main.go tools/kube-testenv/go.mod tools/kube-testenv/go.sum
 
-.PHONY: run test lint unit install testenv clean
+.PHONY: run whatif test lint unit install testenv clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,11 +25,14 @@ install: $(STAMP)
 # A real kube-apiserver + etcd, compiled from Go modules; rebuilt only when its sources change.
 $(TESTENV): $(TESTENV_SRC)
 	mkdir -p $(dir $(TESTENV))
-	cd tools/kube-testenv && CGO_ENABLED=0 go build -trimpath -o ../../$(TESTENV) .
+	cd tools/kube-testenv && CGO_ENABLED=0 $(GO) build -trimpath -o ../../$(TESTENV) .
 
 testenv: $(TESTENV)
 
-run: $(STAMP)
+run: $(STAMP) $(TESTENV)
+	$(BIN)/solver-sched demo --testenv $(TESTENV)
+
+whatif: $(STAMP)
 	@for s in $(SEEDS); do \
 	  echo; echo "=== models/$$s.yaml"; sed -n '/^#/!q;s/^# \{0,1\}/  /p' models/$$s.yaml; echo; \
 	  $(BIN)/solver-sched whatif models/$$s.yaml --now $(NOW) || exit $$?; \

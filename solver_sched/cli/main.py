@@ -60,6 +60,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--eviction-grace-seconds", type=int, default=None)
     r.add_argument("--config", type=Path, help="initial config before the ConfigMap is read")
     r.add_argument("-v", "--verbose", action="store_true")
+    demo = sub.add_parser("demo", help="the seed scenarios live on a local API server")
+    demo.add_argument("--testenv", type=Path, default=Path(".cache/bin/kube-testenv"))
     d = sub.add_parser("dump", help="write the live cluster as a what-if input file")
     d.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"))
     d.add_argument("-o", "--out", type=Path, required=True)
@@ -79,6 +81,10 @@ def main(argv: list[str] | None = None) -> int:
         return _run(args)
     if args.command == "dump":
         return _dump(args)
+    if args.command == "demo":
+        from solver_sched.kube.demo import run_demo
+
+        return run_demo(args.testenv, Path.cwd())
     if args.command == "generate":
         from solver_sched.synthetic import write_cluster
 

@@ -184,9 +184,10 @@ class StatusWriter:
         deferred: dict[str, str],
         now: datetime,
     ) -> None:
+        shrinking = {ev.job for ev in plan.evictions}
         for row in plan.jobs:
             job = snapshot.jobs.get(row.name)
-            if job is None:
+            if job is None or row.name in shrinking:
                 continue
             waiting = [p for p in snapshot.waiting_pods(job) if p.name not in bound]
             reason = deferred.get(row.name) or row.reason

@@ -3,13 +3,8 @@ clean cluster plus controllers for each test. Tests run one at a time: nodes are
 
 from __future__ import annotations
 
-import json
 import os
-import signal
-import subprocess
-import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,51 +12,28 @@ import pytest
 
 from solver_sched.kube.api import KubeApi, load_client
 from solver_sched.kube.controller import Controller, RunOptions
-from tests.integration.kube import ROOT, Kube, wait_for
+from solver_sched.kube.sandbox import Kube, Sandbox, sandbox, wait_for
+from tests.integration.kube import ROOT
 
 BINARY = Path(os.environ.get("KUBE_TESTENV", ROOT / ".cache" / "bin" / "kube-testenv"))
 
 
-@dataclass(frozen=True)
-class TestEnv:
-    __test__ = False  # not a test class
-    kubeconfig: str
-    server: str
-    token: str
-    dir: Path
+TestEnv = Sandbox
 
 
 @pytest.fixture(scope="session")
-def testenv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestEnv]:
+def testenv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
     if not BINARY.exists():
         pytest.fail(f"{BINARY} is missing: run `make test` (it builds tools/kube-testenv)")
     work = tmp_path_factory.mktemp("kube")
-    log = (work / "testenv.log").open("w")
     # configmaps bypass the watch cache and etcd compacts every few seconds, so a watch from an
-    # old resourceVersion gets a real 410 Gone (see test_watch_410).
-    proc = subprocess.Popen(
-        [str(BINARY), "--dir", str(work / "env"),
-         "--apiserver-arg=--etcd-compaction-interval=3s",
-         "--apiserver-arg=--watch-cache-sizes=configmaps#0"],
-        stdout=subprocess.PIPE, stderr=log, text=True)
-    line: list[str] = []
-    reader = threading.Thread(target=lambda: line.append(proc.stdout.readline()  # type: ignore
-                                                         if proc.stdout else ""), daemon=True)
-    reader.start()
-    reader.join(timeout=120)
-    if not line or not line[0].strip():
-        proc.kill()
-        pytest.fail(f"kube-testenv did not start; see {work / 'testenv.log'}")
-    info = json.loads(line[0])
-    try:
-        yield TestEnv(info["kubeconfig"], info["server"], info["token"], Path(info["dir"]))
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+    # old resourceVersion gets a real 410 Gone (see test_watch_410_relists).
+    args = (
+        "--apiserver-arg=--etcd-compaction-interval=3s",
+        "--apiserver-arg=--watch-cache-sizes=configmaps#0",
+    )
+    with sandbox(BINARY, work / "env", work / "testenv.log", args) as env:
+        yield env
 
 
 @pytest.fixture(scope="session")
@@ -77,10 +49,17 @@ def crds(admin_api: KubeApi) -> None:
         for obj in kube.load(path):
             if obj.get("kind") == "CustomResourceDefinition":
                 kube.apply(obj)
+
     def established() -> bool:
         items = admin_api.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions")["items"]
-        return all(any(c["type"] == "Established" and c["status"] == "True"
-                       for c in (i.get("status") or {}).get("conditions") or []) for i in items)
+        return all(
+            any(
+                c["type"] == "Established" and c["status"] == "True"
+                for c in (i.get("status") or {}).get("conditions") or []
+            )
+            for i in items
+        )
+
     wait_for("CRDs established", established, timeout=30)
 
 
@@ -97,10 +76,17 @@ def start_controller(testenv: TestEnv) -> Iterator[Callable[..., Controller]]:
 
     def start(**overrides: Any) -> Controller:
         fault = overrides.pop("fault", None)
-        opts = RunOptions(kubeconfig=testenv.kubeconfig, namespace="solver-sched",
-                          cycle_interval=1.0, debounce=0.2, eviction_grace_seconds=0,
-                          retry_period=0.5, lease_duration=4.0, renew_deadline=3.0,
-                          discovery_interval=2.0)
+        opts = RunOptions(
+            kubeconfig=testenv.kubeconfig,
+            namespace="solver-sched",
+            cycle_interval=1.0,
+            debounce=0.2,
+            eviction_grace_seconds=0,
+            retry_period=0.5,
+            lease_duration=4.0,
+            renew_deadline=3.0,
+            discovery_interval=2.0,
+        )
         for key, value in overrides.items():
             setattr(opts, key, value)
         controller = Controller(opts, fault=fault)

@@ -26,8 +26,14 @@ CM = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": "solver
 def _priority_classes(kube: Kube) -> None:
     for name, value in (("low", 0), ("high", 1000)):
         try:
-            kube.create({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-                         "metadata": {"name": name}, "value": value})
+            kube.create(
+                {
+                    "apiVersion": "scheduling.k8s.io/v1",
+                    "kind": "PriorityClass",
+                    "metadata": {"name": name},
+                    "value": value,
+                }
+            )
         except ApiError as exc:
             if exc.status != 409:
                 raise
@@ -56,7 +62,8 @@ def test_priority_preemption(kube: Kube, start_controller: Callable[..., Control
 
 
 def test_restart_mid_actuation_never_double_binds(
-        kube: Kube, start_controller: Callable[..., Controller]) -> None:
+    kube: Kube, start_controller: Callable[..., Controller]
+) -> None:
     kube.create(m.node("n1", gpus=8))
     kube.create_all(m.gang("g", 4))
     calls: list[str] = []
@@ -75,13 +82,15 @@ def test_restart_mid_actuation_never_double_binds(
     second = start_controller()
     wait_for("gang completed", lambda: kube.bound("default", "g-") == 4)
     wait_for("a settled cycle", lambda: second.cycles >= 3)
-    failures = [w for c in (first, second) if c.last_outcome
-                for w in c.last_outcome.bind_failed.values()]
+    failures = [
+        w for c in (first, second) if c.last_outcome for w in c.last_outcome.bind_failed.values()
+    ]
     assert "already bound" not in failures
 
 
 def test_partial_gang_is_rolled_back_after_its_timeout(
-        kube: Kube, start_controller: Callable[..., Controller]) -> None:
+    kube: Kube, start_controller: Callable[..., Controller]
+) -> None:
     kube.create(m.node("n1", gpus=2))
     objs = m.gang("g", 4, running_on=["n1", "n1"])
     objs[0]["spec"]["scheduleTimeoutSeconds"] = 2
@@ -108,50 +117,78 @@ def test_leader_failover(kube: Kube, start_controller: Callable[..., Controller]
     assert not a.may_act()
 
 
-def test_bad_configmap_keeps_last_good(kube: Kube,
-                                       start_controller: Callable[..., Controller]) -> None:
-    good = {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": "solver-sched-config", "namespace": "solver-sched"},
-            "data": {"config.yaml": "settings:\n  timeLimitSeconds: 3\n"}}
+def test_bad_configmap_keeps_last_good(
+    kube: Kube, start_controller: Callable[..., Controller]
+) -> None:
+    good = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "solver-sched-config", "namespace": "solver-sched"},
+        "data": {"config.yaml": "settings:\n  timeLimitSeconds: 3\n"},
+    }
     kube.create(good)
     controller = start_controller()
     wait_for("good config", lambda: controller.configs.current.settings.time_limit_seconds == 3)
-    kube.patch(CM, "solver-sched-config",
-               {"data": {"config.yaml": "weights:\n  elastic: -5\n"}})
+    kube.patch(CM, "solver-sched-config", {"data": {"config.yaml": "weights:\n  elastic: -5\n"}})
     wait_for("error counted", lambda: controller.configs.errors >= 1)
     assert controller.configs.current.settings.time_limit_seconds == 3
-    events = wait_for("warning event", lambda: [
-        e for e in kube.events("solver-sched", "solver-sched-config")
-        if e["reason"] == "InvalidConfig"])
+    events = wait_for(
+        "warning event",
+        lambda: [
+            e
+            for e in kube.events("solver-sched", "solver-sched-config")
+            if e["reason"] == "InvalidConfig"
+        ],
+    )
     assert "weights.elastic" in events[0]["message"] and events[0]["type"] == "Warning"
     assert b"solver_sched_config_errors_total 1.0" in controller.metrics.render()
 
 
 def test_pdb_refusal_is_retried_not_treated_as_done(
-        kube: Kube, start_controller: Callable[..., Controller]) -> None:
+    kube: Kube, start_controller: Callable[..., Controller]
+) -> None:
     kube.create(m.node("n1", gpus=4))
     _running_gang(kube, "low", 4, "n1")
     for i in range(4):
         kube.patch(POD, f"low-worker-{i}", {"metadata": {"labels": {"app": "low"}}})
-    pdb = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-           "metadata": {"name": "low", "namespace": "default"},
-           "spec": {"minAvailable": 4, "selector": {"matchLabels": {"app": "low"}}}}
+    pdb = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "low", "namespace": "default"},
+        "spec": {"minAvailable": 4, "selector": {"matchLabels": {"app": "low"}}},
+    }
     created = kube.create(pdb)
     kube.create_all(m.gang("high", 4, priority_class="high"))
     controller = start_controller()
     wait_for("blocked evictions", lambda: controller.metrics.evictions_blocked._value.get() >= 2)
     assert kube.bound("default", "low-") == 4 and kube.bound("default", "high-") == 0
-    status = {"status": {"observedGeneration": created["metadata"]["generation"],
-                         "disruptionsAllowed": 4, "currentHealthy": 4, "desiredHealthy": 0,
-                         "expectedPods": 4}}
-    kube.api.request("PATCH", "/apis/policy/v1/namespaces/default/poddisruptionbudgets/low/status",
-                     body=status, content_type="application/merge-patch+json")
+    status = {
+        "status": {
+            "observedGeneration": created["metadata"]["generation"],
+            "disruptionsAllowed": 4,
+            "currentHealthy": 4,
+            "desiredHealthy": 0,
+            "expectedPods": 4,
+        }
+    }
+    kube.api.request(
+        "PATCH",
+        "/apis/policy/v1/namespaces/default/poddisruptionbudgets/low/status",
+        body=status,
+        content_type="application/merge-patch+json",
+    )
     wait_for("high bound after the PDB allows it", lambda: kube.bound("default", "high-") == 4)
 
 
 def test_watch_410_relists(kube: Kube, admin_api: KubeApi) -> None:
-    kube.create({"apiVersion": "v1", "kind": "ConfigMap",
-                 "metadata": {"name": "w", "namespace": "default"}, "data": {"v": "0"}})
+    kube.create(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "w", "namespace": "default"},
+            "data": {"v": "0"},
+        }
+    )
     store, stop = ObjectStore(), threading.Event()
     informer = Informer(admin_api, CONFIG_MAPS, store, stop, namespace="default")
     informer._list()
@@ -163,8 +200,10 @@ def test_watch_410_relists(kube: Kube, admin_api: KubeApi) -> None:
         list(informer._watch(old) for _ in range(1))
     assert gone.value.status == 410
     informer.start()  # the real loop: lists again and serves the current state
-    wait_for("relisted", lambda: (store.get(CONFIG_MAPS.key, "default/w") or {}).get(
-        "data", {}).get("v") == "3")
+    wait_for(
+        "relisted",
+        lambda: (store.get(CONFIG_MAPS.key, "default/w") or {}).get("data", {}).get("v") == "3",
+    )
     stop.set()
 
 

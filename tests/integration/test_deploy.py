@@ -32,65 +32,92 @@ def _apply_dir(kube: Kube, directory: Path) -> list[str]:
 def _kubeconfig_for(testenv: TestEnv, token: str, path: Path) -> str:
     admin = yaml.safe_load(Path(testenv.kubeconfig).read_text())
     cluster = admin["clusters"][0]
-    doc = {"apiVersion": "v1", "kind": "Config", "clusters": [cluster],
-           "users": [{"name": "sa", "user": {"token": token}}],
-           "contexts": [{"name": "sa", "context": {"cluster": cluster["name"], "user": "sa"}}],
-           "current-context": "sa"}
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [cluster],
+        "users": [{"name": "sa", "user": {"token": token}}],
+        "contexts": [{"name": "sa", "context": {"cluster": cluster["name"], "user": "sa"}}],
+        "current-context": "sa",
+    }
     path.write_text(yaml.safe_dump(doc))
     return str(path)
 
 
 def _token(kube: Kube, namespace: str, account: str) -> str:
-    body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-            "spec": {"expirationSeconds": 3600}}
+    body = {
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenRequest",
+        "spec": {"expirationSeconds": 3600},
+    }
     out = kube.api.request(
-        "POST", f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}/token", body=body)
+        "POST", f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}/token", body=body
+    )
     return str(out["status"]["token"])
 
 
 def test_controller_runs_with_least_privilege_rbac(
-        kube: Kube, testenv: TestEnv, tmp_path: Path,
-        start_controller: Callable[..., Controller]) -> None:
+    kube: Kube, testenv: TestEnv, tmp_path: Path, start_controller: Callable[..., Controller]
+) -> None:
     applied = _apply_dir(kube, ROOT / "deploy" / "base")
     assert "ClusterRole/solver-sched" in applied and "Deployment/solver-sched" in applied
     for sample in _apply_dir(kube, ROOT / "deploy" / "samples"):
         assert sample
-    kubeconfig = _kubeconfig_for(testenv, _token(kube, "solver-sched", "solver-sched"),
-                                 tmp_path / "sa.kubeconfig")
+    kubeconfig = _kubeconfig_for(
+        testenv, _token(kube, "solver-sched", "solver-sched"), tmp_path / "sa.kubeconfig"
+    )
     # RBAC is enforced: an account with no role may not even list pods.
-    kube.create({"apiVersion": "v1", "kind": "ServiceAccount",
-                 "metadata": {"name": "nobody", "namespace": "solver-sched"}})
-    nobody = KubeApi(load_client(_kubeconfig_for(
-        testenv, _token(kube, "solver-sched", "nobody"), tmp_path / "nobody.kubeconfig")))
+    kube.create(
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": "nobody", "namespace": "solver-sched"},
+        }
+    )
+    nobody = KubeApi(
+        load_client(
+            _kubeconfig_for(
+                testenv, _token(kube, "solver-sched", "nobody"), tmp_path / "nobody.kubeconfig"
+            )
+        )
+    )
     with pytest.raises(ApiError) as denied:
         nobody.get("/api/v1/pods")
     assert denied.value.status == 403
     # The scheduler as its ServiceAccount: every verb of a preemption cycle must be allowed.
     for name, value in (("low", 0), ("high", 1000)):
         try:
-            kube.create({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-                         "metadata": {"name": name}, "value": value})
+            kube.create(
+                {
+                    "apiVersion": "scheduling.k8s.io/v1",
+                    "kind": "PriorityClass",
+                    "metadata": {"name": name},
+                    "value": value,
+                }
+            )
         except ApiError as exc:
             assert exc.status == 409
     kube.create(m.node("n1", gpus=4))
-    kube.create_all(m.gang("low", 2, running_on=["n1", "n1"], priority_class="low",
-                           min_member=1, max_member=2))
+    kube.create_all(
+        m.gang("low", 2, running_on=["n1", "n1"], priority_class="low", min_member=1, max_member=2)
+    )
     kube.create_all(m.gang("high", 3, priority_class="high"))
-    controller = start_controller(kubeconfig=kubeconfig, leader_elect=True,
-                                  identity="solver-sched-0")
+    controller = start_controller(
+        kubeconfig=kubeconfig, leader_elect=True, identity="solver-sched-0"
+    )
     wait_for("high bound", lambda: kube.bound("default", "high-") == 3, timeout=45)
     assert kube.bound("default", "low-") == 1  # scaled in, never below its min
     assert controller.may_act()
-    lease = kube.api.get("/apis/coordination.k8s.io/v1/namespaces/solver-sched/leases/"
-                         "solver-sched")
+    lease = kube.api.get("/apis/coordination.k8s.io/v1/namespaces/solver-sched/leases/solver-sched")
     assert lease["spec"]["holderIdentity"] == "solver-sched-0"
     group = kube.api.get("/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups/low")
     assert "solver-sched.io/last-scale-time" in group["metadata"]["annotations"]
     assert any(e["reason"] == "Resized" for e in kube.events("default", "low"))
 
 
-def test_dump_replays_with_whatif(kube: Kube, testenv: TestEnv, tmp_path: Path,
-                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_dump_replays_with_whatif(
+    kube: Kube, testenv: TestEnv, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     kube.create_all(kube.load(ROOT / "models" / "gang-8-on-5.yaml"))
     out = tmp_path / "dump.yaml"
     assert main(["dump", "--kubeconfig", testenv.kubeconfig, "-o", str(out)]) == 0

@@ -13,8 +13,11 @@ from tests.integration.kube import ROOT, Kube, wait_for
 
 pytestmark = pytest.mark.integration
 MODELS = ROOT / "models"
-PG = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
-      "metadata": {"namespace": "default"}}
+PG = {
+    "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+    "kind": "PodGroup",
+    "metadata": {"namespace": "default"},
+}
 
 
 def _condition(kube: Kube, pod: str, ns: str = "default") -> str:
@@ -47,8 +50,9 @@ def test_elastic_fill(kube: Kube, start_controller: Callable[..., Controller]) -
     assert group["metadata"]["name"] == "elastic"
 
 
-def test_guaranteed_gang_shrinks_elastic(kube: Kube,
-                                          start_controller: Callable[..., Controller]) -> None:
+def test_guaranteed_gang_shrinks_elastic(
+    kube: Kube, start_controller: Callable[..., Controller]
+) -> None:
     kube.create_all(kube.load(MODELS / "guaranteed-preempts-elastic.yaml"))
     before = datetime.now(UTC) - timedelta(seconds=2)
     start_controller()
@@ -76,8 +80,9 @@ def test_cooldown_holds_scale_out(kube: Kube, start_controller: Callable[..., Co
     msg = wait_for("reason on a waiting pod", lambda: _condition(kube, "elastic-worker-8"))
     assert msg.startswith("cooldown until")
     old = (datetime.now(UTC) - timedelta(minutes=11)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    kube.patch(PG, "elastic", {"metadata": {"annotations": {
-        "solver-sched.io/last-scale-time": old}}})
+    kube.patch(
+        PG, "elastic", {"metadata": {"annotations": {"solver-sched.io/last-scale-time": old}}}
+    )
     wait_for("scale out to 16", lambda: kube.bound("default", "elastic-") == 16)
 
 
@@ -89,4 +94,5 @@ def test_quota_and_max_jobs(kube: Kube, start_controller: Callable[..., Controll
     assert kube.bound("team-a", "second-") == 0
     assert kube.bound("team-b", "b-small-") == 0
     assert "kube-queue/max-jobs 1" in wait_for(
-        "reason", lambda: _condition(kube, "second-worker-0", "team-a"))
+        "reason", lambda: _condition(kube, "second-worker-0", "team-a")
+    )

@@ -1,0 +1,210 @@
+"""`solver-sched demo`: the seed scenarios, live, on a local API server.
+
+Starts the sandbox API server, installs the CRDs, creates two simulated 8-GPU nodes, starts
+`solver-sched run` as a separate process (the real secondary scheduler) and submits the seed
+workloads one after another, printing what the scheduler does and why. Stops everything at the end.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from solver_sched.io import manifests as m
+from solver_sched.kube.api import KubeApi, load_client
+from solver_sched.kube.sandbox import Kube, sandbox, wait_for
+
+PG = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+      "metadata": {"namespace": "default"}}
+POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "default"}}
+
+
+class Demo:
+    def __init__(self, kube: Kube, out: Callable[[str], None]) -> None:
+        self.kube, self.out = kube, out
+        self.seen_events: set[str] = set()
+        self.start = time.monotonic()
+
+    def say(self, text: str) -> None:
+        self.out(f"[{time.monotonic() - self.start:6.1f}s] {text}")
+
+    def step(self, title: str, story: str) -> None:
+        self.out("")
+        self.out(f"== {title}")
+        self.out(f"   {story}")
+
+    def jobs(self, namespace: str, *prefixes: str) -> None:
+        pods = self.kube.api.get(f"/api/v1/namespaces/{namespace}/pods")["items"]
+        for prefix in prefixes:
+            mine = [p for p in pods if p["metadata"]["name"].startswith(prefix + "-worker")
+                    and not p["metadata"].get("deletionTimestamp")]
+            bound = [p for p in mine if p["spec"].get("nodeName")]
+            nodes = sorted({p["spec"]["nodeName"] for p in bound})
+            reason = ""
+            for p in mine:
+                for c in (p.get("status") or {}).get("conditions") or []:
+                    if c["type"] == "PodScheduled" and c["status"] == "False":
+                        reason = c.get("message", "")
+            line = f"   {namespace}/{prefix}: {len(bound)}/{len(mine)} workers running"
+            if nodes:
+                line += f" on {', '.join(nodes)}"
+            if reason and len(bound) < len(mine):
+                line += f"  -- waiting: {reason}"
+            self.out(line)
+
+    def events(self) -> None:
+        items: list[dict[str, Any]] = []
+        for ns in ("default", "team-a"):
+            items += self.kube.api.get(f"/api/v1/namespaces/{ns}/events")["items"]
+        items.sort(key=lambda e: e.get("lastTimestamp") or "")
+        for e in items:
+            uid = e["metadata"]["name"]
+            if uid in self.seen_events or (e.get("source") or {}).get("component") != \
+                    "solver-sched":
+                continue
+            self.seen_events.add(uid)
+            obj = e["involvedObject"]
+            if obj["kind"] == "Pod" and e["reason"] == "Unschedulable":
+                continue
+            self.say(f"event {e['reason']:<13} {obj['kind']} {obj.get('namespace')}/"
+                     f"{obj['name']}: {e['message']}")
+
+    def wait(self, what: str, probe: Callable[[], object], timeout: float = 60) -> None:
+        wait_for(what, lambda: probe() or self.events(), timeout=timeout, every=0.5)
+        self.events()
+
+    def bound(self, prefix: str, namespace: str = "default") -> int:
+        return self.kube.bound(namespace, prefix + "-")
+
+    def finish(self, prefix: str, namespace: str = "default") -> None:
+        """Play the kubelet: the job's pods complete and are deleted."""
+        for name in list(self.kube.pods(namespace)):
+            if name == prefix or name.startswith(prefix + "-"):
+                self.kube.delete({**POD, "metadata": {"namespace": namespace}}, name)
+
+
+def run_demo(binary: Path, root: Path, out: Callable[[str], None] = print) -> int:
+    work = Path(tempfile.mkdtemp(prefix="solver-sched-demo-"))
+    out(f"starting a local kube-apiserver + etcd ({binary}) ...")
+    with sandbox(binary, work / "env", work / "apiserver.log") as env:
+        api = KubeApi(load_client(env.kubeconfig))
+        kube = Kube(api)
+        out(f"API server ready at {env.server} (kubeconfig {env.kubeconfig})")
+        for path in sorted((root / "deploy" / "crds").glob("*.yaml")):
+            for obj in kube.load(path):
+                if obj.get("kind") == "CustomResourceDefinition":
+                    kube.apply(obj)
+        wait_for("CRDs", lambda: _established(api), timeout=30)
+        for ns in ("infra", "team-a", "solver-sched"):
+            kube.ensure_namespace(ns)
+        kube.create(m.node("gpu-a", gpus=8))
+        kube.create(m.node("gpu-b", gpus=8))
+        kube.create(m.pod("infra-0", namespace="infra", gpus=3, node_name="gpu-a",
+                          scheduler="default-scheduler"))
+        kube.create(m.pod("infra-1", namespace="infra", gpus=8, node_name="gpu-b",
+                          scheduler="default-scheduler"))
+        out("cluster: nodes gpu-a and gpu-b (8 GPUs each); another scheduler's pods hold 11 GPUs")
+        log = work / "scheduler.log"
+        sched = subprocess.Popen(
+            [sys.executable, "-m", "solver_sched.cli.main", "run", "--kubeconfig",
+             env.kubeconfig, "--namespace", "solver-sched", "--cycle-interval", "2",
+             "--metrics-addr", "", "--eviction-grace-seconds", "0"],
+            stdout=log.open("w"), stderr=subprocess.STDOUT)
+        out(f"scheduler started: solver-sched run (pid {sched.pid}, log {log})")
+        try:
+            _story(Demo(kube, out))
+        except AssertionError as exc:
+            out(f"demo step failed: {exc}")
+            return 1
+        finally:
+            sched.terminate()
+            sched.wait(timeout=30)
+        out("")
+        out(f"scheduler stopped (exit {sched.returncode}); last scheduler log lines:")
+        for line in log.read_text().splitlines()[-3:]:
+            out(f"   {line}")
+    out("API server stopped. Done.")
+    return 0
+
+
+def _story(d: Demo) -> None:
+    kube = d.kube
+    d.step("1. Gang all-or-nothing: 8 workers on 5 free GPUs",
+           "`big` needs 8 x 1 GPU; only 5 are free, so it gets nothing (no stranded GPUs).")
+    kube.create_all(m.gang("big", 8))
+    d.wait("big's reason", lambda: "needs 8" in _reason(kube, "big-worker-0"))
+    d.jobs("default", "big")
+    d.step("   ... and the 5 free GPUs stay usable", "`small` (4 x 1 GPU) arrives and runs.")
+    kube.create_all(m.gang("small", 4))
+    d.wait("small bound", lambda: d.bound("small") == 4)
+    d.jobs("default", "big", "small")
+    d.step("   ... until room appears", "The other scheduler's 8-GPU pod finishes: `big` starts.")
+    d.finish("infra-1", "infra")
+    d.wait("big bound", lambda: d.bound("big") == 8)
+    d.jobs("default", "big", "small")
+    d.finish("big")
+    d.finish("small")
+
+    d.step("2. Elastic fill by powers of two",
+           "`elastic` (min 2, max 256, power-of-two, 16 pods) on 13 idle GPUs -> 8 workers.")
+    kube.create_all(m.gang("elastic", 16, min_member=2, max_member=256,
+                           size_policy="power-of-two", cooldown="20s"))
+    d.wait("elastic 8", lambda: d.bound("elastic") == 8)
+    d.jobs("default", "elastic")
+
+    d.step("3. A guaranteed gang takes elastic capacity back",
+           "`trainer` (8 x 1 GPU) arrives; 5 GPUs are free. The elastic job shrinks 8 -> 4 "
+           "(job-level eviction of its highest-index workers) and trainer starts.")
+    kube.create_all(m.gang("trainer", 8))
+    d.wait("trainer bound", lambda: d.bound("trainer") == 8)
+    d.jobs("default", "elastic", "trainer")
+
+    d.step("4. Cooldown stops flapping",
+           "`trainer` finishes: 9 GPUs are idle, but `elastic` was resized moments ago and its "
+           "cooldown is 20s, so it waits, then grows back to 8.")
+    d.finish("trainer")
+    d.wait("cooldown reason", lambda: "cooldown until" in _reason(kube, "elastic-worker-8"))
+    d.jobs("default", "elastic")
+    d.wait("elastic back to 8", lambda: d.bound("elastic") == 8, timeout=60)
+    d.jobs("default", "elastic")
+    d.finish("elastic")
+
+    d.step("5. Queues with quotas: kube-queue/max-jobs 1",
+           "An ElasticQuotaTree gives team-a at most 1 running job; two 2-GPU gangs arrive.")
+    kube.create(m.quota_tree({"name": "root", "children": [
+        {"name": "team-a", "namespaces": ["team-a"],
+         "max": {"nvidia.com/gpu": "16", "kube-queue/max-jobs": "1"}}]}))
+    kube.create_all(m.gang("first", 2, namespace="team-a"))
+    d.wait("first bound", lambda: d.bound("first", "team-a") == 2)
+    kube.create_all(m.gang("second", 2, namespace="team-a"))
+    d.wait("second's reason",
+           lambda: "max-jobs" in _reason(kube, "second-worker-0", "team-a"))
+    d.jobs("team-a", "first", "second")
+
+
+def _reason(kube: Kube, pod: str, namespace: str = "default") -> str:
+    try:
+        obj = kube.api.get(f"/api/v1/namespaces/{namespace}/pods/{pod}")
+    except Exception:
+        return ""
+    for c in (obj.get("status") or {}).get("conditions") or []:
+        if c["type"] == "PodScheduled" and c["status"] == "False":
+            return str(c.get("message", ""))
+    return ""
+
+
+def _established(api: KubeApi) -> bool:
+    items = api.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions")["items"]
+    return bool(items) and all(
+        any(c["type"] == "Established" and c["status"] == "True"
+            for c in (i.get("status") or {}).get("conditions") or []) for i in items)
+
+
+def now() -> str:
+    return datetime.now(UTC).strftime("%H:%M:%S")

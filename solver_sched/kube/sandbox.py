@@ -1,0 +1,268 @@
+"""A local sandbox cluster: the real kube-apiserver + etcd of tools/kube-testenv, and helpers to
+create objects, play the kubelet and wait for state. Used by `solver-sched demo` and the
+integration tests (no kubelet or controllers run there: this is what stands in for them)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+from solver_sched.kube.api import ApiError, KubeApi
+
+T = TypeVar("T")
+
+TEST_NAMESPACES = ("default", "team-a", "team-b", "infra", "solver-sched")
+CLUSTER_SCOPED = {
+    "Node",
+    "Namespace",
+    "PriorityClass",
+    "CustomResourceDefinition",
+    "ClusterRole",
+    "ClusterRoleBinding",
+}
+PLURALS = {
+    "Node": "nodes",
+    "Pod": "pods",
+    "Namespace": "namespaces",
+    "ConfigMap": "configmaps",
+    "PodGroup": "podgroups",
+    "ElasticQuotaTree": "elasticquotatrees",
+    "PyTorchJob": "pytorchjobs",
+    "PriorityClass": "priorityclasses",
+    "PodDisruptionBudget": "poddisruptionbudgets",
+    "Lease": "leases",
+    "CustomResourceDefinition": "customresourcedefinitions",
+    "ServiceAccount": "serviceaccounts",
+    "ClusterRole": "clusterroles",
+    "ClusterRoleBinding": "clusterrolebindings",
+    "Role": "roles",
+    "RoleBinding": "rolebindings",
+    "Deployment": "deployments",
+    "Service": "services",
+    "Event": "events",
+    "Job": "jobs",
+}
+
+
+def path_of(obj: dict[str, Any], name: str | None = None) -> str:
+    api, kind = obj["apiVersion"], obj["kind"]
+    base = f"/api/{api}" if "/" not in api else f"/apis/{api}"
+    ns = (obj.get("metadata") or {}).get("namespace") or (
+        None if kind in CLUSTER_SCOPED else "default"
+    )
+    coll = f"{base}/namespaces/{ns}/{PLURALS[kind]}" if ns else f"{base}/{PLURALS[kind]}"
+    return f"{coll}/{name}" if name else coll
+
+
+def wait_for(
+    what: str, probe: Callable[[], T | None], timeout: float = 30.0, every: float = 0.2
+) -> T:
+    deadline = time.monotonic() + timeout
+    last: T | None = None
+    while time.monotonic() < deadline:
+        last = probe()
+        if last:
+            return last
+        time.sleep(every)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
+
+
+class Kube:
+    def __init__(self, api: KubeApi) -> None:
+        self.api = api
+
+    # -- objects -----------------------------------------------------------------------------
+    def create(self, obj: dict[str, Any]) -> dict[str, Any]:
+        return self.api.request("POST", path_of(obj), body=obj)
+
+    def apply(self, obj: dict[str, Any], manager: str = "solver-sched-tests") -> dict[str, Any]:
+        """Server-side apply, as `kubectl apply --server-side` does."""
+        name = obj["metadata"]["name"]
+        return self.api.request(
+            "PATCH",
+            path_of(obj, name),
+            body=obj,
+            query={"fieldManager": manager, "force": True},
+            content_type="application/apply-patch+yaml",
+        )
+
+    def create_all(self, objs: list[dict[str, Any]]) -> None:
+        order = {
+            "Namespace": 0,
+            "PriorityClass": 1,
+            "Node": 2,
+            "ElasticQuotaTree": 3,
+            "PodGroup": 4,
+            "PyTorchJob": 4,
+        }
+        for obj in sorted(objs, key=lambda o: order.get(o["kind"], 9)):
+            if obj["kind"] == "Namespace":
+                self.ensure_namespace(obj["metadata"]["name"])
+                continue
+            created = self.create(obj)
+            if obj["kind"] == "Pod" and (obj.get("status") or {}).get("phase") == "Running":
+                self.set_running(
+                    f"{created['metadata']['namespace']}/{created['metadata']['name']}"
+                )
+
+    def load(self, path: Path) -> list[dict[str, Any]]:
+        docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
+        return [i for d in docs for i in (d["items"] if d.get("kind") == "List" else [d])]
+
+    def ensure_namespace(self, name: str) -> None:
+        try:
+            self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+        except ApiError as exc:
+            if exc.status != 409:
+                raise
+
+    def get(self, obj: dict[str, Any], name: str) -> dict[str, Any]:
+        return self.api.get(path_of(obj, name))
+
+    def patch(
+        self, obj: dict[str, Any], name: str, body: dict[str, Any], sub: str = ""
+    ) -> dict[str, Any]:
+        return self.api.request(
+            "PATCH",
+            path_of(obj, name) + sub,
+            body=body,
+            content_type="application/merge-patch+json",
+        )
+
+    # -- pods --------------------------------------------------------------------------------
+    def pods(self, namespace: str = "default") -> dict[str, str | None]:
+        body = self.api.get(f"/api/v1/namespaces/{namespace}/pods")
+        return {
+            p["metadata"]["name"]: p["spec"].get("nodeName")
+            for p in body["items"]
+            if not p["metadata"].get("deletionTimestamp")
+        }
+
+    def bound(self, namespace: str, prefix: str) -> int:
+        return sum(1 for n, node in self.pods(namespace).items() if n.startswith(prefix) and node)
+
+    def set_running(self, pod: str) -> None:
+        """Play the kubelet: the pod runs and is Ready (PDBs only guard Running pods)."""
+        ns, name = pod.split("/")
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        status = {
+            "status": {
+                "phase": "Running",
+                "conditions": [
+                    {"type": "Ready", "status": "True", "lastTransitionTime": now},
+                    {"type": "PodScheduled", "status": "True", "lastTransitionTime": now},
+                ],
+            }
+        }
+        self.api.request(
+            "PATCH",
+            f"/api/v1/namespaces/{ns}/pods/{name}/status",
+            body=status,
+            content_type="application/strategic-merge-patch+json",
+        )
+
+    def delete(self, obj: dict[str, Any], name: str) -> None:
+        try:
+            self.api.request(
+                "DELETE",
+                path_of(obj, name),
+                body={"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0},
+            )
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+
+    def events(self, namespace: str, name: str | None = None) -> list[dict[str, Any]]:
+        items = self.api.get(f"/api/v1/namespaces/{namespace}/events")["items"]
+        return [e for e in items if name is None or e["involvedObject"].get("name") == name]
+
+    def reset(self) -> None:
+        """Delete what earlier tests left: workloads, nodes, queues, config, leases."""
+        for ns in TEST_NAMESPACES:
+            self.ensure_namespace(ns)
+            for kind, api in (
+                ("Pod", "v1"),
+                ("ConfigMap", "v1"),
+                ("PodDisruptionBudget", "policy/v1"),
+                ("Event", "v1"),
+                ("PodGroup", "scheduling.x-k8s.io/v1alpha1"),
+                ("PodGroup", "scheduling.volcano.sh/v1beta1"),
+                ("Lease", "coordination.k8s.io/v1"),
+            ):
+                probe = {"apiVersion": api, "kind": kind, "metadata": {"namespace": ns}}
+                try:
+                    items = self.api.get(path_of(probe))["items"]
+                except ApiError:
+                    continue
+                for item in items:
+                    if kind == "ConfigMap" and item["metadata"]["name"] == "kube-root-ca.crt":
+                        continue
+                    self.delete(probe, item["metadata"]["name"])
+        for kind, api in (("Node", "v1"), ("ElasticQuotaTree", "scheduling.sigs.k8s.io/v1beta1")):
+            probe = {
+                "apiVersion": api,
+                "kind": kind,
+                "metadata": {"namespace": "kube-system"} if kind != "Node" else {},
+            }
+            try:
+                items = self.api.get(path_of(probe))["items"]
+            except ApiError:
+                continue
+            for item in items:
+                self.delete(probe, item["metadata"]["name"])
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    __test__ = False  # not a pytest class
+
+    kubeconfig: str
+    server: str
+    token: str
+    dir: Path
+
+
+@contextmanager
+def sandbox(
+    binary: Path,
+    work: Path,
+    log: Path,
+    extra_args: tuple[str, ...] = (),
+    start_timeout: float = 120.0,
+) -> Iterator[Sandbox]:
+    """Start the API server, yield its coordinates, stop it (SIGTERM) on exit."""
+    with log.open("w") as err:
+        proc = subprocess.Popen(
+            [str(binary), "--dir", str(work), *extra_args],
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+        )
+        line: list[str] = []
+        reader = threading.Thread(
+            target=lambda: line.append(proc.stdout.readline() if proc.stdout else ""), daemon=True
+        )
+        reader.start()
+        reader.join(timeout=start_timeout)
+        if not line or not line[0].strip():
+            proc.kill()
+            raise RuntimeError(f"kube-testenv did not start; see {log}")
+        info = json.loads(line[0])
+        try:
+            yield Sandbox(info["kubeconfig"], info["server"], info["token"], Path(info["dir"]))
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
