@@ -76,7 +76,11 @@ class Demo:
                      f"{obj['name']}: {e['message']}")
 
     def wait(self, what: str, probe: Callable[[], object], timeout: float = 60) -> None:
-        wait_for(what, lambda: probe() or self.events(), timeout=timeout, every=0.5)
+        def check() -> bool:
+            self.events()
+            return bool(probe())
+
+        wait_for(what, check, timeout=timeout, every=0.5)
         self.events()
 
     def bound(self, prefix: str, namespace: str = "default") -> int:
