@@ -39,7 +39,7 @@ whatif: $(STAMP)
 	done
 
 lint: $(STAMP)
-	$(BIN)/ruff check solver_sched tests benchmarks models
+	$(BIN)/ruff check .
 	$(BIN)/mypy solver_sched
 
 unit: $(STAMP)

@@ -334,6 +334,16 @@ class Controller:
         for (queue, reason), n in counts.items():
             m.pending_jobs.labels(queue, reason).set(n)
         m.input_errors.set(len(snap.errors))
+        if self.opts.dry_run:
+            plan = result.plan
+            log.info("dry-run cycle %d: would bind %d pods and evict %d pods of %d jobs (%s %s)",
+                     self.cycles, len(plan.binds), sum(len(e.pods) for e in plan.evictions),
+                     len(plan.evictions), st.backend, st.status.value)
+            for row in plan.jobs:
+                if row.planned != row.current or row.reason:
+                    log.info("dry-run   %s: %d -> %d %s", row.name, row.current, row.planned,
+                             row.reason)
+            return
         log.info(
             "cycle %d: %d binds (%d deferred jobs), %d evictions, %d blocked, %s %s in %.2fs",
             self.cycles,
