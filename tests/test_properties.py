@@ -287,6 +287,7 @@ def clusters(draw: st.DrawFn) -> Scenario:
 
 # -- running a cycle, seeing every candidate the checker judged ------------------------------
 
+
 @contextmanager
 def _recording_checks() -> Iterator[list[list[str]]]:
     """Every check() the cycle runs, in order: one list of violations per candidate plan."""

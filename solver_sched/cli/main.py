@@ -42,7 +42,11 @@ def _parser() -> argparse.ArgumentParser:
         default=os.environ.get("KUBECONFIG"),
         help="default: $KUBECONFIG, else the in-cluster service account",
     )
-    r.add_argument("--scheduler-name", default=os.environ.get("SCHEDULER_NAME", "solver-sched"))
+    r.add_argument(
+        "--scheduler-name",
+        default=os.environ.get("SCHEDULER_NAME"),
+        help="default: the ConfigMap's settings.schedulerName (solver-sched)",
+    )
     r.add_argument(
         "--namespace",
         default=os.environ.get("POD_NAMESPACE", "solver-sched"),
@@ -127,9 +131,14 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _dump(args: argparse.Namespace) -> int:
+    from solver_sched.kube.api import ApiError
     from solver_sched.kube.dump import dump_cluster
 
-    count = dump_cluster(args.kubeconfig, args.out)
+    try:
+        count = dump_cluster(args.kubeconfig, args.out)
+    except (ApiError, OSError) as exc:
+        print(f"solver-sched: dump failed: {exc}", file=sys.stderr)
+        return 2
     print(f"wrote {count} objects to {args.out}")
     return 0
 

@@ -6,7 +6,8 @@
 - A gang's binds go out together (bounded pool, token-bucket QPS) only when every target node has
   real room now, i.e. the victims the plan evicted for it have terminated; otherwise the gang waits.
 - Each accepted action is assumed (see assume.py) so the next plan neither re-binds nor re-evicts.
-- Every write first checks ``may_act`` (leader fencing): a replica without the lease stops at once.
+- Before each job's evictions and each gang's binds, ``may_act`` is checked (leader fencing): a
+  replica without the lease stops at once.
 """
 
 from __future__ import annotations
@@ -72,7 +73,12 @@ class Actuator:
                 continue
             short = _lacks_room(real, free, binds)
             if short:
-                out.deferred[job] = f"waiting for room on {short} (preempted pods terminating)"
+                why = (
+                    "evictions it needs are refused (PodDisruptionBudget)"
+                    if out.evict_blocked
+                    else "preempted pods terminating"
+                )
+                out.deferred[job] = f"waiting for room on {short} ({why})"
                 continue
             for b in binds:  # reserve now, so the next gang sees the room taken
                 free[b.node] = res.sub(free[b.node], real.pods[b.pod].requests)

@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 @dataclass
 class RunOptions:
     kubeconfig: str | None = None
-    scheduler_name: str = "solver-sched"
+    scheduler_name: str | None = None  # None: the config's settings.schedulerName
     namespace: str = "solver-sched"
     config_map: str = "solver-sched-config"
     cycle_interval: float = 10.0
@@ -107,9 +107,10 @@ class Controller:
                 opts.retry_period,
             )
             if opts.leader_elect
+            and not opts.dry_run  # a dry run observes: it never takes the Lease
             else None
         )
-        self.status = StatusWriter(self.api, self.store, opts.scheduler_name, self.may_act)
+        self.status = StatusWriter(self.api, self.store, "solver-sched", self.may_act)
         self.configs = ConfigSource(self.store, opts.namespace, opts.config_map, self._bad_config)
         self.actuator = Actuator(
             self.api,
@@ -168,13 +169,15 @@ class Controller:
         return time.monotonic() - self._alive < limit
 
     def ready(self) -> bool:
-        return self.store.synced([k for k in self.informers])
+        live = [k for k, inf in self.informers.items() if inf.thread.is_alive()]
+        return bool(live) and self.store.synced(live)
 
     def _discover(self) -> None:
         """Start informers for every watched kind the API server serves (CRDs may come later)."""
         for resource in WATCHED:
             if resource.key in self.informers and self.informers[resource.key].thread.is_alive():
                 continue
+            self.informers.pop(resource.key, None)  # its API went away: look for it again
             if resource.optional and not self._served(resource):
                 continue
             informer = Informer(self.api, resource, self.store, self.stop)
@@ -206,6 +209,12 @@ class Controller:
         next_discovery = time.monotonic() + self.opts.discovery_interval
         while not self.stop.is_set():
             self._alive = time.monotonic()
+            if time.monotonic() > next_discovery:
+                next_discovery = time.monotonic() + self.opts.discovery_interval
+                try:
+                    self._discover()
+                except ApiError as exc:
+                    log.warning("discovery: %s", exc)
             if not self.ready():
                 self.stop.wait(0.1)
                 continue
@@ -221,12 +230,6 @@ class Controller:
                 if changed != generation:
                     self.stop.wait(self.opts.debounce)  # let a burst of events settle
                     break
-            if time.monotonic() > next_discovery:
-                next_discovery = time.monotonic() + self.opts.discovery_interval
-                try:
-                    self._discover()
-                except ApiError as exc:
-                    log.warning("discovery: %s", exc)
 
     def cycle(self) -> CycleResult | None:
         started = time.perf_counter()
@@ -243,10 +246,9 @@ class Controller:
             return None  # standby: keep the cache warm, do nothing
         t = time.perf_counter()
         self.assumed.reconcile(live_pods(self.store))
-        snap = take_snapshot(self.store, self.assumed, config, self.opts.scheduler_name)
-        real = snapshot_from_objects(
-            cluster_objects(self.store), self.opts.scheduler_name, config.settings.cooldown
-        )
+        name = self.opts.scheduler_name or config.settings.scheduler_name
+        snap = take_snapshot(self.store, self.assumed, config, name)
+        real = snapshot_from_objects(cluster_objects(self.store), name, config.settings.cooldown)
         self.metrics.phase_seconds.labels("snapshot").observe(time.perf_counter() - t)
         result = run_cycle(snap, config, now)
         for phase, secs in result.phases.items():
@@ -272,6 +274,9 @@ class Controller:
                     warning=True,
                 )
         self.metrics.phase_seconds.labels("actuate").observe(time.perf_counter() - t)
+        for job, why in outcome.evict_blocked.items():
+            ref = self.status.group_ref(job) or self.status.pod_ref(snap.jobs[job].pods[0])
+            self.status.event(ref, "EvictionBlocked", f"{why}; retried next cycle", warning=True)
         t = time.perf_counter()
         if self.may_act():
             self._report(result, plan, snap, outcome, now)
@@ -336,13 +341,20 @@ class Controller:
         m.input_errors.set(len(snap.errors))
         if self.opts.dry_run:
             plan = result.plan
-            log.info("dry-run cycle %d: would bind %d pods and evict %d pods of %d jobs (%s %s)",
-                     self.cycles, len(plan.binds), sum(len(e.pods) for e in plan.evictions),
-                     len(plan.evictions), st.backend, st.status.value)
+            log.info(
+                "dry-run cycle %d: would bind %d pods and evict %d pods of %d jobs (%s %s)",
+                self.cycles,
+                len(plan.binds),
+                sum(len(e.pods) for e in plan.evictions),
+                len(plan.evictions),
+                st.backend,
+                st.status.value,
+            )
             for row in plan.jobs:
                 if row.planned != row.current or row.reason:
-                    log.info("dry-run   %s: %d -> %d %s", row.name, row.current, row.planned,
-                             row.reason)
+                    log.info(
+                        "dry-run   %s: %d -> %d %s", row.name, row.current, row.planned, row.reason
+                    )
             return
         log.info(
             "cycle %d: %d binds (%d deferred jobs), %d evictions, %d blocked, %s %s in %.2fs",

@@ -7,6 +7,7 @@ workloads one after another, printing what the scheduler does and why. Stops eve
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -20,8 +21,11 @@ from solver_sched.io import manifests as m
 from solver_sched.kube.api import KubeApi, load_client
 from solver_sched.kube.sandbox import Kube, sandbox, wait_for
 
-PG = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
-      "metadata": {"namespace": "default"}}
+PG = {
+    "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+    "kind": "PodGroup",
+    "metadata": {"namespace": "default"},
+}
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "default"}}
 
 
@@ -42,8 +46,12 @@ class Demo:
     def jobs(self, namespace: str, *prefixes: str) -> None:
         pods = self.kube.api.get(f"/api/v1/namespaces/{namespace}/pods")["items"]
         for prefix in prefixes:
-            mine = [p for p in pods if p["metadata"]["name"].startswith(prefix + "-worker")
-                    and not p["metadata"].get("deletionTimestamp")]
+            mine = [
+                p
+                for p in pods
+                if p["metadata"]["name"].startswith(prefix + "-worker")
+                and not p["metadata"].get("deletionTimestamp")
+            ]
             bound = [p for p in mine if p["spec"].get("nodeName")]
             nodes = sorted({p["spec"]["nodeName"] for p in bound})
             reason = ""
@@ -65,15 +73,19 @@ class Demo:
         items.sort(key=lambda e: e.get("lastTimestamp") or "")
         for e in items:
             uid = e["metadata"]["name"]
-            if uid in self.seen_events or (e.get("source") or {}).get("component") != \
-                    "solver-sched":
+            if (
+                uid in self.seen_events
+                or (e.get("source") or {}).get("component") != "solver-sched"
+            ):
                 continue
             self.seen_events.add(uid)
             obj = e["involvedObject"]
             if obj["kind"] == "Pod" and e["reason"] == "Unschedulable":
                 continue
-            self.say(f"event {e['reason']:<13} {obj['kind']} {obj.get('namespace')}/"
-                     f"{obj['name']}: {e['message']}")
+            self.say(
+                f"event {e['reason']:<13} {obj['kind']} {obj.get('namespace')}/"
+                f"{obj['name']}: {e['message']}"
+            )
 
     def wait(self, what: str, probe: Callable[[], object], timeout: float = 60) -> None:
         def check() -> bool:
@@ -109,17 +121,46 @@ def run_demo(binary: Path, root: Path, out: Callable[[str], None] = print) -> in
             kube.ensure_namespace(ns)
         kube.create(m.node("gpu-a", gpus=8))
         kube.create(m.node("gpu-b", gpus=8))
-        kube.create(m.pod("infra-0", namespace="infra", gpus=3, node_name="gpu-a",
-                          scheduler="default-scheduler"))
-        kube.create(m.pod("infra-1", namespace="infra", gpus=8, node_name="gpu-b",
-                          scheduler="default-scheduler"))
+        kube.create(
+            m.pod(
+                "infra-0",
+                namespace="infra",
+                gpus=3,
+                node_name="gpu-a",
+                scheduler="default-scheduler",
+            )
+        )
+        kube.create(
+            m.pod(
+                "infra-1",
+                namespace="infra",
+                gpus=8,
+                node_name="gpu-b",
+                scheduler="default-scheduler",
+            )
+        )
         out("cluster: nodes gpu-a and gpu-b (8 GPUs each); another scheduler's pods hold 11 GPUs")
         log = work / "scheduler.log"
         sched = subprocess.Popen(
-            [sys.executable, "-m", "solver_sched.cli.main", "run", "--kubeconfig",
-             env.kubeconfig, "--namespace", "solver-sched", "--cycle-interval", "2",
-             "--metrics-addr", "", "--eviction-grace-seconds", "0"],
-            stdout=log.open("w"), stderr=subprocess.STDOUT)
+            [
+                sys.executable,
+                "-m",
+                "solver_sched.cli.main",
+                "run",
+                "--kubeconfig",
+                env.kubeconfig,
+                "--namespace",
+                "solver-sched",
+                "--cycle-interval",
+                "2",
+                "--metrics-addr",
+                "",
+                "--eviction-grace-seconds",
+                "0",
+            ],
+            stdout=log.open("w"),
+            stderr=subprocess.STDOUT,
+        )
         out(f"scheduler started: solver-sched run (pid {sched.pid}, log {log})")
         try:
             _story(Demo(kube, out))
@@ -133,14 +174,17 @@ def run_demo(binary: Path, root: Path, out: Callable[[str], None] = print) -> in
         out(f"scheduler stopped (exit {sched.returncode}); last scheduler log lines:")
         for line in log.read_text().splitlines()[-3:]:
             out(f"   {line}")
+    shutil.rmtree(work, ignore_errors=True)
     out("API server stopped. Done.")
     return 0
 
 
 def _story(d: Demo) -> None:
     kube = d.kube
-    d.step("1. Gang all-or-nothing: 8 workers on 5 free GPUs",
-           "`big` needs 8 x 1 GPU; only 5 are free, so it gets nothing (no stranded GPUs).")
+    d.step(
+        "1. Gang all-or-nothing: 8 workers on 5 free GPUs",
+        "`big` needs 8 x 1 GPU; only 5 are free, so it gets nothing (no stranded GPUs).",
+    )
     kube.create_all(m.gang("big", 8))
     d.wait("big's reason", lambda: "needs 8" in _reason(kube, "big-worker-0"))
     d.jobs("default", "big")
@@ -155,23 +199,32 @@ def _story(d: Demo) -> None:
     d.finish("big")
     d.finish("small")
 
-    d.step("2. Elastic fill by powers of two",
-           "`elastic` (min 2, max 256, power-of-two, 16 pods) on 13 idle GPUs -> 8 workers.")
-    kube.create_all(m.gang("elastic", 16, min_member=2, max_member=256,
-                           size_policy="power-of-two", cooldown="20s"))
+    d.step(
+        "2. Elastic fill by powers of two",
+        "`elastic` (min 2, max 256, power-of-two, 16 pods) on 13 idle GPUs -> 8 workers.",
+    )
+    kube.create_all(
+        m.gang(
+            "elastic", 16, min_member=2, max_member=256, size_policy="power-of-two", cooldown="20s"
+        )
+    )
     d.wait("elastic 8", lambda: d.bound("elastic") == 8)
     d.jobs("default", "elastic")
 
-    d.step("3. A guaranteed gang takes elastic capacity back",
-           "`trainer` (8 x 1 GPU) arrives; 5 GPUs are free. The elastic job shrinks 8 -> 4 "
-           "(job-level eviction of its highest-index workers) and trainer starts.")
+    d.step(
+        "3. A guaranteed gang takes elastic capacity back",
+        "`trainer` (8 x 1 GPU) arrives; 5 GPUs are free. The elastic job shrinks 8 -> 4 "
+        "(job-level eviction of its highest-index workers) and trainer starts.",
+    )
     kube.create_all(m.gang("trainer", 8))
     d.wait("trainer bound", lambda: d.bound("trainer") == 8)
     d.jobs("default", "elastic", "trainer")
 
-    d.step("4. Cooldown stops flapping",
-           "`trainer` finishes: 9 GPUs are idle, but `elastic` was resized moments ago and its "
-           "cooldown is 20s, so it waits, then grows back to 8.")
+    d.step(
+        "4. Cooldown stops flapping",
+        "`trainer` finishes: 9 GPUs are idle, but `elastic` was resized moments ago and its "
+        "cooldown is 20s, so it waits, then grows back to 8.",
+    )
     d.finish("trainer")
     d.wait("cooldown reason", lambda: "cooldown until" in _reason(kube, "elastic-worker-8"))
     d.jobs("default", "elastic")
@@ -179,16 +232,28 @@ def _story(d: Demo) -> None:
     d.jobs("default", "elastic")
     d.finish("elastic")
 
-    d.step("5. Queues with quotas: kube-queue/max-jobs 1",
-           "An ElasticQuotaTree gives team-a at most 1 running job; two 2-GPU gangs arrive.")
-    kube.create(m.quota_tree({"name": "root", "children": [
-        {"name": "team-a", "namespaces": ["team-a"],
-         "max": {"nvidia.com/gpu": "16", "kube-queue/max-jobs": "1"}}]}))
+    d.step(
+        "5. Queues with quotas: kube-queue/max-jobs 1",
+        "An ElasticQuotaTree gives team-a at most 1 running job; two 2-GPU gangs arrive.",
+    )
+    kube.create(
+        m.quota_tree(
+            {
+                "name": "root",
+                "children": [
+                    {
+                        "name": "team-a",
+                        "namespaces": ["team-a"],
+                        "max": {"nvidia.com/gpu": "16", "kube-queue/max-jobs": "1"},
+                    }
+                ],
+            }
+        )
+    )
     kube.create_all(m.gang("first", 2, namespace="team-a"))
     d.wait("first bound", lambda: d.bound("first", "team-a") == 2)
     kube.create_all(m.gang("second", 2, namespace="team-a"))
-    d.wait("second's reason",
-           lambda: "max-jobs" in _reason(kube, "second-worker-0", "team-a"))
+    d.wait("second's reason", lambda: "max-jobs" in _reason(kube, "second-worker-0", "team-a"))
     d.jobs("team-a", "first", "second")
 
 
@@ -206,8 +271,12 @@ def _reason(kube: Kube, pod: str, namespace: str = "default") -> str:
 def _established(api: KubeApi) -> bool:
     items = api.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions")["items"]
     return bool(items) and all(
-        any(c["type"] == "Established" and c["status"] == "True"
-            for c in (i.get("status") or {}).get("conditions") or []) for i in items)
+        any(
+            c["type"] == "Established" and c["status"] == "True"
+            for c in (i.get("status") or {}).get("conditions") or []
+        )
+        for i in items
+    )
 
 
 def now() -> str:

@@ -21,6 +21,14 @@ from solver_sched.kube.store import ObjectStore
 
 log = logging.getLogger(__name__)
 LAST_SCALE = "solver-sched.io/last-scale-time"
+_API_OF = {
+    "Pod": "v1",
+    "Node": "v1",
+    "PodGroup": "scheduling.x-k8s.io/v1alpha1",
+    "ElasticQuotaTree": "scheduling.sigs.k8s.io/v1beta1",
+    "PyTorchJob": "kubeflow.org/v1",
+    "PriorityClass": "scheduling.k8s.io/v1",
+}
 EVENT_REPEAT_SECONDS = 300.0
 
 
@@ -43,7 +51,7 @@ class StatusWriter:
         if now - self._sent.get(key, -1e9) < EVENT_REPEAT_SECONDS or not self.may_act():
             return
         self._sent[key] = now
-        ns = ref.get("namespace") or "default"
+        ns = ref.get("namespace") or "default"  # events about cluster-scoped objects
         stamp = rfc3339(datetime.now().astimezone())
         body = {
             "apiVersion": "v1",
@@ -95,13 +103,15 @@ class StatusWriter:
         for err in errors:
             kind, _, ref = err.obj.partition(" ")
             ns, _, name = ref.rpartition("/")
-            api = "v1"
+            if not name or kind not in _API_OF:
+                continue  # e.g. "ElasticQuotaTree" without a name: logged, no object to point at
+            api = _API_OF[kind]
             if kind == "PodGroup":
                 group = self.group_ref(ref)
                 api = group["apiVersion"] if group else api
-            elif kind == "ElasticQuotaTree":
-                api = "scheduling.sigs.k8s.io/v1beta1"
-            target = {"kind": kind, "apiVersion": api, "namespace": ns or "default", "name": name}
+            target = {"kind": kind, "apiVersion": api, "name": name}
+            if ns:
+                target["namespace"] = ns
             self.event(target, "InvalidSpec", f"{err.field}: {err.message}", warning=True)
 
     # -- pods --------------------------------------------------------------------------------
@@ -191,15 +201,20 @@ class StatusWriter:
                 continue
             waiting = [p for p in snapshot.waiting_pods(job) if p.name not in bound]
             reason = deferred.get(row.name) or row.reason
-            if waiting and reason:
-                for p in waiting:
-                    self.unschedulable(p.name, reason, now)
+            if waiting and not reason and row.planned:
+                reason = (
+                    f"not needed: the job runs at its largest allowed size "
+                    f"({row.planned} of {len(job.pods)} pods)"
+                )
+            elif waiting and reason:
                 ref = self.group_ref(row.name)
                 if ref is not None and row.planned < row.current + len(waiting):
                     self.event(ref, "Unschedulable", reason, warning=True)
-            phase = "Running" if row.planned >= row.min_workers and row.planned else "Pending"
-            if row.name not in deferred:
-                self.group_status(row.name, phase, row.planned)
+            for p in waiting if reason else ():
+                self.unschedulable(p.name, reason, now)
+            running = row.current + sum(1 for p in job.pods if p in bound)
+            phase = "Running" if running >= row.min_workers and running else "Pending"
+            self.group_status(row.name, phase, running)
         for ev in plan.evictions:
             done = [p for p in ev.pods if p in evicted]
             if not done:

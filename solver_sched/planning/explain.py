@@ -48,7 +48,10 @@ def explain(st: PlanState, job: Job, jm: JobModel | None, planned: int, now: dat
         else:
             what, tail = res.fmt(pod.requests), f"room for {room} on schedulable nodes"
         if room >= n:
-            return f"{head}{what}: room for {room}, but only by preempting work it may not preempt"
+            return (
+                f"{head}{what}: room for {room} in total, but not for the whole gang at once "
+                f"(one cluster, quotas, or running work it may not preempt)"
+            )
         return f"{head}{what}, {tail}"
     return "held back by the objective (capacity kept for higher-priority or guaranteed work)"
 

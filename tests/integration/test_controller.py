@@ -221,21 +221,26 @@ def test_dry_run_changes_nothing(kube: Kube, start_controller: Callable[..., Con
     kube.create(m.node("n1", gpus=4))
     kube.create_all(m.gang("g", 2))
     controller = start_controller(dry_run=True)
-    wait_for("planned", lambda: controller.last_result is not None
-             and len(controller.last_result.plan.binds) == 2)
+    wait_for(
+        "planned",
+        lambda: controller.last_result is not None and len(controller.last_result.plan.binds) == 2,
+    )
     wait_for("more cycles", lambda: controller.cycles >= 3)
     assert kube.bound("default", "g-") == 0
     assert not kube.events("default")
 
 
 def test_invalid_podgroup_gets_an_event_and_the_rest_is_scheduled(
-        kube: Kube, start_controller: Callable[..., Controller]) -> None:
+    kube: Kube, start_controller: Callable[..., Controller]
+) -> None:
     kube.create(m.node("n1", gpus=8))
     bad = m.gang("bad", 2, min_member=4, max_member=2)
     kube.create_all(bad + m.gang("good", 2))
     start_controller()
     wait_for("good bound", lambda: kube.bound("default", "good-") == 2)
-    events = wait_for("InvalidSpec", lambda: [e for e in kube.events("default", "bad")
-                                              if e["reason"] == "InvalidSpec"])
+    events = wait_for(
+        "InvalidSpec",
+        lambda: [e for e in kube.events("default", "bad") if e["reason"] == "InvalidSpec"],
+    )
     assert "max-member" in events[0]["message"] and events[0]["type"] == "Warning"
     assert kube.bound("default", "bad-") == 0
