@@ -17,7 +17,7 @@ TESTENV_SRC := tools/kube-testenv/main.go tools/kube-testenv/go.mod tools/kube-t
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev,bench]'
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -92,7 +92,7 @@ def run_cycle(
                 continue
             terms = built.model.evaluate(values) if values is not None else {}
             objective = float(value) if values is not None else None
-            stats = replace(stats, objective=objective)
+            stats = replace(stats, objective=objective, solver_objective=stats.objective)
             return CycleResult(plan, stats, terms, timer.phases, [], label)
     jobs = diff(snapshot, ranked[0][2], now, []).jobs
     plan = Plan(jobs=jobs, notes=("no plan passed the checker", *rejected))
@@ -135,8 +135,6 @@ def _assignment(problem: Problem, built: Built, values: list[int]) -> Assignment
             if values[built.vars.y[j][k]]:
                 sizes[jm.name] = o.size
     counts = {
-        (problem.jobs[j].name, sid, cid): values[var]
-        for (j, sid, cid), var in built.vars.x.items()
-        if values[var]
+        ("", sid, cid): values[var] for (sid, cid), var in built.vars.x.items() if values[var]
     }
     return Assignment(sizes, counts)

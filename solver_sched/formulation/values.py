@@ -28,16 +28,16 @@ def to_values(
         run.append(size > 0)
     index = {jm.name: j for j, jm in enumerate(problem.jobs)}
     for (name, sid, cid), n in counts.items():
-        if name not in index:
+        if not n:
             continue
-        var = v.x.get((index[name], sid, cid))
+        var = v.x.get((sid, cid))
         if var is None:
-            if n:
-                return None
-            continue
-        values[var] = n
-        if v.w and n:
-            values[v.w[(index[name], problem.classes[cid].cluster)]] = 1
+            return None
+        values[var] += n
+        if v.w and name in index:
+            k = problem.classes[cid].cluster
+            values[v.w[(index[name], k)]] = 1
+            values[v.z[(index[name], sid, k)]] += n
     for j, jm in enumerate(problem.jobs):
         if v.w and run[j] and not any(values[var] for (jj, _), var in v.w.items() if jj == j):
             k = jm.clusters[0] if jm.clusters else problem.clusters[0]

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections import Counter
 
+from solver_sched.domain import resources as res
 from solver_sched.domain.cluster import Pod
 from solver_sched.domain.snapshot import ClusterSnapshot
 from solver_sched.formulation.problem import Problem
-from solver_sched.formulation.state import PlanState
+from solver_sched.formulation.state import Chooser, PlanState
 from solver_sched.solvers.result import Assignment
 
 
@@ -22,6 +23,9 @@ def pack(
     snapshot: ClusterSnapshot, problem: Problem, assignment: Assignment
 ) -> tuple[PlanState, list[str]]:
     st = PlanState(snapshot, problem)
+    budget: Counter[tuple[int, int]] = Counter()  # pods per (shape, class) the solver chose
+    for (_job, sid, cid), n in assignment.counts.items():
+        budget[(sid, cid)] += n
     notes: list[str] = []
     jobs = problem.jobs
     target = {jm.name: assignment.sizes.get(jm.name, 0) for jm in jobs}
@@ -34,7 +38,7 @@ def pack(
     )
     for j in growing:
         jm = jobs[j]
-        chooser = _chooser(st, problem, jm.name, assignment)
+        chooser = _chooser(st, problem, budget, assignment)
         if not st.resize(j, target[jm.name], chooser=chooser, check_quota=False):
             fallback = (
                 0
@@ -58,33 +62,37 @@ def _largest(problem: Problem, j: int) -> int:
     return max(sizes, default=0)
 
 
-def _chooser(st: PlanState, problem: Problem, job: str, assignment: Assignment):  # type: ignore[no-untyped-def]
-    """Prefer the nodes the assignment names (greedy) or the classes it counted (solvers)."""
+def _chooser(
+    st: PlanState, problem: Problem, budget: Counter[tuple[int, int]], assignment: Assignment
+) -> Chooser:
+    """Prefer the nodes the assignment names (greedy) or the classes it counted (solvers), then
+    any node that fits: that fallback is the repair of what class aggregation allowed."""
     if assignment.nodes is not None:
         nodes = assignment.nodes
 
-        def by_node(pod: Pod, candidates: list[str]) -> str | None:
+        def by_node(pod: Pod, cluster: str) -> str | None:
             want = nodes.get(pod.name)
-            if want in candidates and want is not None:
-                from solver_sched.domain import resources as res
-
-                if res.fits(pod.requests, st.nodes.free[want]):
-                    return want
-            return st.nodes.best_fit(pod, candidates)
+            if (
+                want is not None
+                and want in st.nodes.free
+                and st.snapshot.nodes[want].cluster == cluster
+                and res.fits(pod.requests, st.nodes.free[want])
+            ):
+                return want
+            return st.nodes.pick(pod, cluster)
 
         return by_node
-    quota = Counter({(s, c): n for (name, s, c), n in assignment.counts.items() if name == job})
 
-    def by_class(pod: Pod, candidates: list[str]) -> str | None:
+    def by_class(pod: Pod, cluster: str) -> str | None:
         sid = problem.shape_of[pod.name]
-        classes = [c for (s, c), n in sorted(quota.items()) if s == sid and n > 0]
-        for cid in classes:
-            in_class = [n for n in candidates if problem.class_of.get(n) == cid]
-            node = st.nodes.best_fit(pod, in_class)
+        for (s, cid), n in sorted(budget.items()):
+            if s != sid or n <= 0 or problem.classes[cid].cluster != cluster:
+                continue
+            node = st.nodes.pick(pod, cluster, cid)
             if node is not None:
-                quota[(sid, cid)] -= 1
+                budget[(sid, cid)] -= 1
                 return node
-        return st.nodes.best_fit(pod, candidates)
+        return st.nodes.pick(pod, cluster)
 
     return by_class
 

@@ -1,7 +1,8 @@
 """Greedy backend: queue/priority-ordered, gang at a time (the shape of Volcano's allocate action).
 
 1. Jobs at a size their policy no longer allows shrink to the largest allowed size below.
-2. Gangs to start (pending or partial), highest priority first, then longest waiting: place the
+2. Gangs to start (pending or partial) -- first those of queues below their min (reclaim), then
+   the rest -- highest priority first, then longest waiting: place the
    guaranteed part best-fit; if it does not fit, take victims one at a time (elastic surplus of any
    job first, then whole gangs its start may preempt, lowest priority first) until it fits, or roll
    everything back. A partial gang that cannot be completed is evicted.
@@ -12,8 +13,12 @@ is also always a candidate plan, so the emitted plan is never worse than greedy'
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+from solver_sched.domain import resources as res
 from solver_sched.domain.snapshot import ClusterSnapshot
 from solver_sched.formulation.problem import Problem
+from solver_sched.formulation.sizes import change_to
 from solver_sched.formulation.state import PlanState
 from solver_sched.solvers.result import Assignment
 
@@ -28,20 +33,28 @@ def solve_greedy(snapshot: ClusterSnapshot, problem: Problem) -> Assignment:
     order = sorted(
         range(len(jobs)), key=lambda j: (-jobs[j].priority, -jobs[j].waiting_hours, jobs[j].name)
     )
+    victims = _Victims(st, order)
     for j in order:  # 1. irregular sizes
         jm = jobs[j]
         if not jm.running_ok and not jm.starting:
             below = [o.size for o in jm.options if 0 < o.size <= jm.current]
             st.resize(j, max(below, default=0))
-    for j in order:  # 2. gangs to start
-        jm = jobs[j]
-        if not jm.starting:
-            continue
-        target = min(
-            (o.size for o in jm.options if o.size >= jm.current and o.size > 0), default=None
-        )
-        if target is None or not _start_with_victims(st, j, target, fired.get(j, set()), order):
-            st.resize(j, 0)
+    leaf_row = {row.queue: r for r, row in enumerate(problem.quotas) if row.min_gpus}
+    decided: set[int] = set()
+    for reclaim in (True, False):  # 2. gangs to start: queues below their min first (reclaim)
+        for j in order:
+            jm = jobs[j]
+            if not jm.starting or j in decided:
+                continue
+            r = leaf_row.get(jm.queue)
+            if reclaim and (r is None or _min_gpus_left(st, r) <= 0):
+                continue
+            target = min(
+                (o.size for o in jm.options if o.size >= jm.current and o.size > 0), default=None
+            )
+            decided.add(j)  # tried once: the cluster only gets fuller after this
+            if target is None or not victims.start(j, target, fired.get(j, set())):
+                st.resize(j, 0)
     for j in order:  # 3. elastic growth
         jm = jobs[j]
         size = st.size[jm.name]
@@ -55,38 +68,100 @@ def solve_greedy(snapshot: ClusterSnapshot, problem: Problem) -> Assignment:
     )
 
 
-def _start_with_victims(
-    st: PlanState, j: int, target: int, fired: set[str], order: list[int]
-) -> bool:
-    if st.resize(j, target):
-        return True
-    jobs = st.problem.jobs
-    mark = st.mark()
-    shrinkable = [
-        v
-        for v in reversed(order)
-        if v != j
-        and jobs[v].running_ok
-        and len(jobs[v].options) > 1
-        and st.size[jobs[v].name] > jobs[v].options[1].size
-    ]
-    breakable = [
-        v
-        for v in reversed(order)
-        if v != j
-        and jobs[v].running_ok
-        and st.size[jobs[v].name] > 0
-        and fired.intersection(jobs[v].break_needs)
-    ]
-    for v in shrinkable:  # one allowed size at a time: take back no more than needed
-        for o in sorted(jobs[v].options[1:], key=lambda o: -o.size):
-            if o.size < st.size[jobs[v].name] and st.resize(v, o.size) and st.resize(j, target):
-                return True
-    for v in breakable:
-        if st.resize(v, 0) and st.resize(j, target):
+MAX_VICTIM_STEPS = 64  # a gang that still does not fit after this many take-backs waits
+
+
+def _min_gpus_left(st: PlanState, r: int) -> int:
+    """GPUs of a leaf queue's min that its guaranteed parts do not cover yet."""
+    return st.problem.quotas[r].min_gpus - st.covered[r]
+
+
+class _Victims:
+    """Who may be taken back for a starting gang, cheapest first, with a GPU pre-check so a gang
+    that cannot fit even after every allowed victim is given up without trying placements."""
+
+    def __init__(self, st: PlanState, order: list[int]) -> None:
+        self.st = st
+        jobs = st.problem.jobs
+        low_first = list(reversed(order))
+        self.shrinkable = [
+            v
+            for v in low_first
+            if jobs[v].running_ok
+            and jobs[v].shrink_needs_start
+            and len(jobs[v].options) > 1
+            and jobs[v].options[1].size < jobs[v].current
+        ]
+        self.by_key: dict[str, list[int]] = {}
+        for v in low_first:
+            if jobs[v].running_ok:
+                for key in jobs[v].break_needs:
+                    self.by_key.setdefault(key, []).append(v)
+        self.gpus = {jm.name: {o.size: o.usage.get(res.GPU, 0) for o in jm.options} for jm in jobs}
+
+    def _held(self, v: int) -> int:
+        jm = self.st.problem.jobs[v]
+        return self.gpus[jm.name].get(self.st.size[jm.name], 0)
+
+    def start(self, j: int, target: int, fired: set[str]) -> bool:
+        st, jobs = self.st, self.st.problem.jobs
+        if st.resize(j, target):
             return True
-    st.rollback(mark)
-    return False
+        need = self.gpus[jobs[j].name][target] - self._held(j)
+        blocked = {r for r, _ in st.quota_blocks(j, target, first_only=False)}
+        rows = st.rows_of
+
+        def helps(v: int) -> bool:  # under a blocking queue, only its own victims make room
+            return (
+                v != j
+                and st.size[jobs[v].name] > 0
+                and (not blocked or bool(blocked.intersection(rows.get(v, ()))))
+            )
+
+        per_pod = max(
+            (
+                p.requests.get(res.GPU, 0)
+                for p in change_to(st.snapshot, st.snapshot.jobs[jobs[j].name], target).bind
+            ),
+            default=0,
+        )
+
+        def frees_a_slot(v: int, size: int) -> bool:
+            """Whether taking v down to size opens room for one pod of the gang on some node
+            (large pods need their room on one node, not spread over many)."""
+            if per_pod <= 1 or blocked:
+                return True
+            released: dict[str, int] = {}
+            for pod in change_to(st.snapshot, st.snapshot.jobs[jobs[v].name], size).evict:
+                if pod.name not in st.evicted and pod.node_name in st.nodes.free:
+                    node = pod.node_name
+                    released[node] = released.get(node, 0) + pod.requests.get(res.GPU, 0)
+            return any(st.nodes.free[n].get(res.GPU, 0) + g >= per_pod for n, g in released.items())
+
+        def steps() -> Iterator[tuple[int, int]]:
+            for v in self.shrinkable:
+                if helps(v):
+                    for o in sorted(jobs[v].options[1:], key=lambda o: -o.size):
+                        yield v, o.size
+            chosen = {v for key in fired for v in self.by_key.get(key, ())}
+            for v in sorted(chosen, key=lambda v: (jobs[v].priority, jobs[v].name)):
+                if helps(v):
+                    yield v, 0
+
+        mark = st.mark()
+        taken = 0
+        for v, size in steps():  # one allowed size at a time: take back no more than needed
+            if taken >= MAX_VICTIM_STEPS:
+                break
+            if size >= st.size[jobs[v].name] or not frees_a_slot(v, size):
+                continue
+            taken += 1
+            if not st.resize(v, size):
+                continue
+            if st.nodes.gpus_free >= need and st.resize(j, target):
+                return True
+        st.rollback(mark)
+        return False
 
 
 def counts_of(

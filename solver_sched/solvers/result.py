@@ -32,6 +32,7 @@ class SolveStats:
     bound: float | None = None
     seconds: float = 0.0
     detail: str = ""
+    solver_objective: float | None = None  # the solver's own optimum, before packing onto nodes
 
     @property
     def gap(self) -> float | None:

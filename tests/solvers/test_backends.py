@@ -53,6 +53,8 @@ def test_cpsat_and_milp_agree_and_beat_greedy(snap: ClusterSnapshot) -> None:
         assert r.violations == []
     cp, milp, greedy = (results[b].stats for b in ("cpsat", "milp", "greedy"))
     assert cp.status.value == "OPTIMAL" and milp.status.value == "OPTIMAL"
-    assert cp.objective == pytest.approx(milp.objective, rel=1e-9)
+    # the same model optimum; the emitted plans may differ where packing repaired one of them
+    assert cp.solver_objective == pytest.approx(milp.solver_objective, rel=1e-9)
     assert cp.objective is not None and greedy.objective is not None
-    assert cp.objective >= greedy.objective
+    assert cp.objective >= greedy.objective and milp.objective is not None
+    assert milp.objective >= greedy.objective

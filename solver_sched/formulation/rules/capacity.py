@@ -2,8 +2,8 @@
 
 For each class c and resource r: pods bound into c use at most what its nodes have free now plus
 what the chosen sizes evict from them:
-    sum_{j,p} req[p,r] x[j,p,c] - sum_{j,s} released[j,s,c,r] y[j,s] <= free[c,r].
-Per shape and class, x is also capped by how many such pods the class's nodes could hold one by one
+    sum_p req[p,r] x[p,c] - sum_{j,s} released[j,s,c,r] y[j,s] <= free[c,r].
+Per shape and class, x's upper bound is how many such pods the class's nodes could hold one by one
 (fit), which keeps large pods from being split across nodes. Taints, selectors and affinity are in
 the index sets: x exists only for classes the shape may use. Concrete nodes are chosen after the
 solve (planning/pack.py), which repairs what the aggregation allowed but nodes cannot hold.
@@ -20,9 +20,7 @@ from solver_sched.formulation.variables import Vars
 
 def add(problem: Problem, model: LinearModel, v: Vars) -> None:
     use: dict[tuple[int, str], Terms] = defaultdict(list)
-    per_shape: dict[tuple[int, int], list[int]] = defaultdict(list)
-    for (_j, sid, cid), var in v.x.items():
-        per_shape[(sid, cid)].append(var)
+    for (sid, cid), var in v.x.items():
         for r, q in problem.shapes[sid].requests.items():
             if q:
                 use[(cid, r)].append((var, q))
@@ -35,6 +33,3 @@ def add(problem: Problem, model: LinearModel, v: Vars) -> None:
     for (cid, r), terms in sorted(use.items()):
         cap = problem.class_capacity[cid].get(r, 0)
         model.add(f"cap[{cid},{r}]", terms, None, cap)
-    for (sid, cid), xs in sorted(per_shape.items()):
-        if len(xs) > 1:
-            model.add(f"fit[{sid},{cid}]", [(x, 1) for x in xs], None, problem.shapes[sid].fit[cid])

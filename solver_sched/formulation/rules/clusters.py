@@ -1,9 +1,18 @@
-"""A gang never spans clusters: with several clusters, w[j,k] picks one (sum_k w = run_j) and
-x[j,p,c] <= ub * w[j,cluster(c)]. Running pods pin a job to its cluster (prepare)."""
+"""A gang never spans clusters. With several clusters, w[j,k] picks one and z[j,p,k] carries its
+new pods there:
+
+    sum_k w[j,k] = run_j                     z[j,p,k] <= need[j,p] * w[j,k]
+    sum_k z[j,p,k] = sum_s new[j,s,p] y[j,s]
+    sum_{c in k} x[p,c] = sum_j z[j,p,k]     for each shape p and cluster k
+
+Running pods pin a job to the cluster of their nodes (prepare).
+"""
 
 from __future__ import annotations
 
-from solver_sched.formulation.linear import LinearModel
+from collections import defaultdict
+
+from solver_sched.formulation.linear import LinearModel, Terms
 from solver_sched.formulation.problem import Problem
 from solver_sched.formulation.variables import Vars
 
@@ -13,10 +22,20 @@ def add(problem: Problem, model: LinearModel, v: Vars) -> None:
         return
     for j, jm in enumerate(problem.jobs):
         ws = [(var, 1) for (jj, _k), var in sorted(v.w.items()) if jj == j]
-        run = [(y, -1) for y in v.y[j][1:]]
-        model.add(f"cluster[{jm.name}]", ws + run, 0, 0)
-    for (j, sid, cid), var in v.x.items():
-        k = problem.classes[cid].cluster
-        model.add(
-            f"in_cluster[{j},{sid},{cid}]", [(var, 1), (v.w[(j, k)], -model.ub[var])], None, 0
-        )
+        model.add(f"cluster[{jm.name}]", ws + [(y, -1) for y in v.y[j][1:]], 0, 0)
+    per_job: dict[tuple[int, int], Terms] = defaultdict(list)
+    per_cluster: dict[tuple[int, str], Terms] = defaultdict(list)
+    for (j, sid, k), var in v.z.items():
+        model.add(f"in_cluster[{j},{sid},{k}]", [(var, 1), (v.w[(j, k)], -model.ub[var])], None, 0)
+        per_job[(j, sid)].append((var, 1))
+        per_cluster[(sid, k)].append((var, -1))
+    for j, jm in enumerate(problem.jobs):
+        for opt, o in enumerate(jm.options):
+            for sid, n in o.new.items():
+                per_job[(j, sid)].append((v.y[j][opt], -n))
+    for (j, sid), terms in sorted(per_job.items()):
+        model.add(f"place[{problem.jobs[j].name},{sid}]", terms, 0, 0)
+    for (sid, cid), var in v.x.items():
+        per_cluster[(sid, problem.classes[cid].cluster)].append((var, 1))
+    for (sid, k), terms in sorted(per_cluster.items()):
+        model.add(f"supply[{sid},{k}]", terms, 0, 0)

@@ -8,7 +8,7 @@ Guaranteed band (times ``band`` > the largest elastic band, so rule 4 holds for 
 Elastic band:
   elastic           elastic_weight * elastic_units[j,s] * y[j,s]
   elastic_eviction  -eviction_weight * evicted[j,s] * y[j,s]
-  packing           -packing_weight * gpus[p] * gpus_free[c] * x[j,p,c]   (fill used nodes first)
+  packing           -packing_weight * gpus[p] * gpus_free[c] * x[p,c]   (fill used nodes first)
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def add(problem: Problem, model: LinearModel, v: Vars) -> None:
             [(ys[k], -problem.eviction_weight * o.evicted) for k, o in enumerate(jm.options)],
         )
     packing = []
-    for (_j, sid, cid), var in v.x.items():
+    for (sid, cid), var in v.x.items():
         gpus = problem.shapes[sid].requests.get(GPU, 0)
         packing.append((var, -problem.packing_weight * gpus * problem.classes[cid].gpus_free))
     model.term("elastic", "packing", packing)

@@ -1,0 +1,142 @@
+"""The standard trace study: every policy on real traces at loads where queues form.
+
+    .venv/bin/python -m benchmarks.trace                 # ITP, Shockwave, ITP cluster04: < 1 min
+    .venv/bin/python -m benchmarks.trace --with-philly   # adds a Philly sample
+    .venv/bin/python -m benchmarks.trace --config w.yaml # solver-sched with other weights
+
+Writes benchmarks/results/trace/<study>/{results.json,jct_cdf.png,utilization.png} (git-ignored),
+prints one table per study and the targets of issue 4 checked against greedy gang FIFO (``fifo``)
+and greedy elastic (``elastic``) measured in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from solver_sched.config.schema import ConfigError, SchedulerConfig, load_config
+from solver_sched.sim.model import SimParams
+from solver_sched.sim.policies import POLICIES
+from solver_sched.sim.report import plot, results, run_policies, table, write
+from solver_sched.sim.traces import TraceOptions, load_trace
+
+HOUR = 3600.0
+
+
+@dataclass(frozen=True)
+class Study:
+    name: str
+    trace: str
+    gpus: int
+    opts: TraceOptions
+
+
+STUDIES = (
+    # ITP testbed window: 195 jobs, 5,490 GPU-h over 2 days; twice as dense on 64 GPUs.
+    Study("itp-64gpu-load2", "itp", 64, TraceOptions(jobs=195, load=2.0, max_duration=24 * HOUR)),
+    # Shockwave 220 jobs (404 GPU-h in 1.7 h of arrivals) on 32 GPUs.
+    Study("shockwave-32gpu-load1", "shockwave", 32, TraceOptions(jobs=220, load=1.0)),
+    # ITP cluster04: 300 jobs from day 10 (gangs up to 64 GPUs) on 64 GPUs.
+    Study(
+        "itp04-64gpu-load1",
+        "itp04",
+        64,
+        TraceOptions(jobs=300, load=1.0, start="864000", max_duration=24 * HOUR),
+    ),
+)
+PHILLY = Study(  # 300 jobs sampled from a week, 12x denser, on 32 GPUs; half the multi-GPU elastic
+    "philly-32gpu-load12",
+    "philly",
+    32,
+    TraceOptions(jobs=300, load=12.0, elastic_fraction=0.5, max_duration=24 * HOUR),
+)
+
+
+def targets(summary: dict[str, dict[str, Any]], ours: str) -> list[str]:
+    s, fifo, el = summary[ours], summary.get("fifo"), summary.get("elastic")
+    out = []
+    if fifo:
+        r = s["avg_jct_h"] / fifo["avg_jct_h"]
+        verdict = "ok" if r <= 0.8 else "MISSED"
+        out.append(f"avg JCT vs fifo     {r:.3f}  (target <= 0.80) {verdict}")
+    if el:
+        r = s["avg_jct_h"] / el["avg_jct_h"]
+        verdict = "ok" if r <= 0.9 else "MISSED"
+        out.append(f"avg JCT vs elastic  {r:.3f}  (target <= 0.90) {verdict}")
+    others = [x["util_useful"] for x in (fifo, el) if x]
+    if others:
+        ok = all(s["util_useful"] > u for u in others)
+        out.append(
+            f"useful util         {s['util_useful']:.3f} vs {', '.join(f'{u:.3f}' for u in others)}"
+            f"  (target: higher than both) {'ok' if ok else 'MISSED'}"
+        )
+    r = s["restarts_per_job"]
+    out.append(f"restarts per job    {r:.2f}   (target <= 1.5) {'ok' if r <= 1.5 else 'MISSED'}")
+    c = s["scale_outs_in_cooldown"]
+    out.append(f"scale-outs in cooldown {c}    (must be 0) {'ok' if c == 0 else 'VIOLATED'}")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.trace", description=__doc__)
+    p.add_argument("--out", type=Path, default=Path("benchmarks/results/trace"))
+    p.add_argument("--config", type=Path, help="SchedulerConfig YAML for solver-sched")
+    p.add_argument("--backend", default="cpsat", choices=("cpsat", "milp", "greedy"))
+    p.add_argument("--time-limit", type=float, default=2.0)
+    p.add_argument("--policies", default=",".join(POLICIES))
+    p.add_argument("--with-philly", action="store_true")
+    p.add_argument("--no-progress", action="store_true")
+    args = p.parse_args(argv)
+    try:
+        config = load_config(args.config) if args.config else SchedulerConfig()
+    except ConfigError as exc:
+        print(f"benchmarks.trace: {exc}", file=sys.stderr)
+        return 2
+    policies = [x.strip() for x in args.policies.split(",") if x.strip()]
+    studies = STUDIES + ((PHILLY,) if args.with_philly else ())
+    verdicts = {}
+    for study in studies:
+        opts = TraceOptions(**{**study.opts.__dict__, "gpus": study.gpus})
+        jobs = load_trace(study.trace, opts)
+        params = SimParams(gpus=study.gpus, cooldown=config.settings.cooldown)
+        runs = run_policies(
+            jobs, policies, params, config, args.backend, args.time_limit, not args.no_progress
+        )
+        meta = {
+            "study": study.name,
+            "trace": study.trace,
+            "jobs": len(jobs),
+            "elastic_jobs": sum(j.elastic for j in jobs),
+            "offered_gpu_hours": sum(j.work for j in jobs) / HOUR,
+            "arrival_span_h": jobs[-1].arrival / HOUR,
+            "gpus": study.gpus,
+            "load": study.opts.load,
+            "backend": args.backend,
+            "time_limit": args.time_limit,
+            "weights": config.weights.model_dump(by_alias=True),
+        }
+        data = results(runs, meta)
+        out = args.out / study.name
+        write(data, out)
+        plot(data, out, study.name)
+        print(
+            f"\n== {study.name}: {len(jobs)} jobs ({meta['elastic_jobs']} elastic), "
+            f"{meta['offered_gpu_hours']:.0f} GPU-h offered, arrivals over "
+            f"{meta['arrival_span_h']:.1f} h, {study.gpus} GPUs"
+        )
+        print(table(data))
+        ours = next((x for x in policies if x.startswith("solver-sched")), None)
+        if ours:
+            verdicts[study.name] = targets(data["summary"], ours)
+    for name, lines in verdicts.items():
+        print(f"\n-- targets, {name}")
+        print("\n".join("   " + line for line in lines))
+    print(f"\nresults in {args.out}/")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,167 @@
+"""`solver-sched simulate`: the policies over a job trace in the discrete-event simulator.
+
+Wiring (cli/main.py): ``simulate.add_parser(sub)`` next to the other subcommands, and
+``if args.command == "simulate": return simulate.run(args)`` in ``main``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+from solver_sched.config.schema import ConfigError, SchedulerConfig, load_config
+from solver_sched.cycle import BACKENDS
+from solver_sched.sim.model import SimParams, Speedup
+from solver_sched.sim.policies import POLICIES
+from solver_sched.sim.report import BASELINE, plot, results, run_policies, table, write
+from solver_sched.sim.traces import TRACES, TraceOptions, load_trace
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    s = sub.add_parser(
+        "simulate",
+        help="replay a job trace in a simulated cluster under several policies",
+        description="Discrete-event simulation of solver-sched and baseline policies over a job "
+        "trace (no Kubernetes). Writes DIR/results.json, DIR/jct_cdf.png, DIR/utilization.png "
+        "and prints a table with ratios vs greedy gang FIFO.",
+    )
+    s.add_argument("--trace", choices=TRACES, default="itp")
+    s.add_argument("--trace-file", type=Path, help="override the trace's file")
+    s.add_argument("--jobs", type=int, default=300, help="at most this many jobs")
+    s.add_argument("--gpus", type=int, default=64, help="cluster GPUs (nodes of --gpus-per-node)")
+    s.add_argument("--gpus-per-node", type=int, default=8)
+    s.add_argument(
+        "--load", type=float, default=1.0, help="arrival-rate factor (2 = twice as dense)"
+    )
+    s.add_argument("--interval", type=float, default=60.0, help="seconds between cycles")
+    s.add_argument(
+        "--policies",
+        default="all",
+        help=f"comma-separated from {', '.join(POLICIES)} (and solver-sched:greedy|milp), or all",
+    )
+    s.add_argument("--out", type=Path, required=True, help="directory for results and plots")
+    s.add_argument("--backend", choices=BACKENDS, default="cpsat", help="solver-sched's solver")
+    s.add_argument("--time-limit", type=float, default=2.0, help="solver seconds per cycle")
+    s.add_argument("--config", type=Path, help="SchedulerConfig YAML (weights, settings)")
+    s.add_argument("--checkpoint", type=float, default=900.0, help="checkpoint interval, seconds")
+    s.add_argument(
+        "--restart-overhead", type=float, default=30.0, help="seconds without progress per resize"
+    )
+    s.add_argument("--cooldown", type=float, help="seconds (default: the config's defaultCooldown)")
+    s.add_argument(
+        "--speedup-alpha", type=float, default=0.5, help="throughput exponent beyond the request"
+    )
+    s.add_argument("--partial-timeout", type=float, default=600.0, help="per-pod rendezvous, s")
+    s.add_argument("--max-factor", type=float, help="elastic max = requested x this")
+    s.add_argument("--min-factor", type=float, default=0.0, help="elastic min = requested x this")
+    s.add_argument("--elastic-fraction", type=float, default=0.0, help="philly: elastic share")
+    s.add_argument("--start", help="philly: first timestamp; itp04: first submission second")
+    s.add_argument("--window-days", type=float, default=7.0, help="philly: sampling window")
+    s.add_argument("--max-duration-hours", type=float, help="clip job durations")
+    s.add_argument("--seed", type=int, default=1)
+    s.add_argument("--horizon-days", type=float, default=60.0, help="stop after this much time")
+    s.add_argument(
+        "--recheck", type=int, default=0, help="also plan every N cycles while jobs wait"
+    )
+    s.add_argument("--no-progress", action="store_true", help="no progress bars")
+    s.add_argument("--no-plots", action="store_true")
+
+
+def policies_of(text: str) -> list[str]:
+    if text.strip() == "all":
+        return list(POLICIES)
+    names = [p.strip() for p in text.split(",") if p.strip()]
+    for n in names:
+        if n not in POLICIES and not (
+            n.startswith("solver-sched:") and n.split(":", 1)[1] in BACKENDS
+        ):
+            raise ValueError(f"unknown policy {n!r}; choose from {', '.join(POLICIES)}")
+    return names
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        config = load_config(args.config) if args.config else SchedulerConfig()
+        policies = policies_of(args.policies)
+        opts = TraceOptions(
+            jobs=args.jobs,
+            load=args.load,
+            seed=args.seed,
+            path=args.trace_file,
+            start=args.start,
+            max_factor=args.max_factor,
+            min_factor=args.min_factor,
+            elastic_fraction=args.elastic_fraction,
+            window_days=args.window_days,
+            max_duration=args.max_duration_hours * 3600 if args.max_duration_hours else None,
+            gpus=args.gpus,
+        )
+        jobs = load_trace(args.trace, opts)
+    except (ConfigError, ValueError, OSError) as exc:
+        print(f"solver-sched: {exc}", file=sys.stderr)
+        return 2
+    if not jobs:
+        print("solver-sched: the trace selection is empty", file=sys.stderr)
+        return 2
+    cooldown = (
+        timedelta(seconds=args.cooldown) if args.cooldown is not None else config.settings.cooldown
+    )
+    params = SimParams(
+        gpus=args.gpus,
+        gpus_per_node=args.gpus_per_node,
+        interval=args.interval,
+        checkpoint_interval=args.checkpoint,
+        restart_overhead=args.restart_overhead,
+        cooldown=cooldown,
+        partial_timeout=args.partial_timeout,
+        horizon=args.horizon_days * 86400,
+        recheck_cycles=args.recheck,
+        speedup=Speedup(args.speedup_alpha),
+    )
+    runs = run_policies(
+        jobs, policies, params, config, args.backend, args.time_limit, not args.no_progress
+    )
+    meta = {
+        "trace": args.trace,
+        "jobs": len(jobs),
+        "elastic_jobs": sum(j.elastic for j in jobs),
+        "offered_gpu_hours": sum(j.work for j in jobs) / 3600,
+        "arrival_span_h": jobs[-1].arrival / 3600,
+        "gpus": args.gpus,
+        "gpus_per_node": args.gpus_per_node,
+        "load": args.load,
+        "interval": args.interval,
+        "checkpoint": args.checkpoint,
+        "restart_overhead": args.restart_overhead,
+        "cooldown": cooldown.total_seconds(),
+        "speedup_alpha": args.speedup_alpha,
+        "backend": args.backend,
+        "time_limit": args.time_limit,
+        "seed": args.seed,
+        "policies": policies,
+        "weights": config.weights.model_dump(by_alias=True),
+    }
+    data = results(runs, meta)
+    write(data, args.out)
+    title = f"{args.trace}, {len(jobs)} jobs, {args.gpus} GPUs, load {args.load:g}"
+    written = [] if args.no_plots else plot(data, args.out, title)
+    offered, span = meta["offered_gpu_hours"], meta["arrival_span_h"]
+    print(f"{title}: {offered:.0f} GPU-h offered, arrivals over {span:.1f} h")
+    print(table(data))
+    if BASELINE not in policies:
+        print(f"(no ratios: add {BASELINE} to --policies)")
+    print(f"wrote {args.out / 'results.json'}" + "".join(f", {p}" for p in written))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Stand-alone entry until cli/main.py wires the subcommand."""
+    p = argparse.ArgumentParser(prog="solver-sched")
+    add_parser(p.add_subparsers(dest="command", required=True))
+    return run(p.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
