@@ -1,0 +1,112 @@
+"""Per-cycle scale study (issue 4): synthetic clusters S, M, L, XL.
+
+Cycle time = snapshot in memory -> plan checked (run_cycle), on this machine. For each scenario:
+the greedy backend (the baseline, same run), CP-SAT with the scenario's time budget (3 runs, p50),
+and a 60-second offline CP-SAT solve for the best known objective. Prints a table with ratios
+against greedy; writes benchmarks/results/scale.json.
+
+    .venv/bin/python -m benchmarks.scale                 # S, M, L, XL
+    .venv/bin/python -m benchmarks.scale --only S M      # a subset
+    .venv/bin/python -m benchmarks.scale --best 10       # shorter offline solve
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from solver_sched.config.schema import SchedulerConfig, Settings
+from solver_sched.cycle import run_cycle
+from solver_sched.io.kube_snapshot import snapshot_from_objects
+from solver_sched.synthetic import synthetic_objects
+
+NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)
+OUT = Path(__file__).resolve().parent / "results"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    nodes: int
+    running: int
+    pending: int
+    budget: float  # the issue's p50 cycle target, seconds
+    gap_target: float
+
+
+SCENARIOS = (
+    Scenario("S", 64, 200, 100, 0.1, 0.0),
+    Scenario("M", 512, 1000, 500, 0.5, 0.005),
+    Scenario("L", 2000, 4000, 2000, 2.0, 0.01),
+    Scenario("XL", 10000, 15000, 5000, 8.0, 0.02),
+)
+
+
+def _config(time_limit: float, workers: int = 1) -> SchedulerConfig:
+    return SchedulerConfig(settings=Settings(time_limit_seconds=time_limit, workers=workers))
+
+
+def run(scenario: Scenario, reps: int, best_seconds: float) -> dict[str, object]:
+    t = time.perf_counter()
+    snap = snapshot_from_objects(
+        synthetic_objects(scenario.nodes, scenario.running, scenario.pending, 1, NOW))
+    load = time.perf_counter() - t
+    greedy = run_cycle(snap, _config(1.0), NOW, "greedy")
+    g_secs = sum(greedy.phases.values())
+    first = run_cycle(snap, _config(scenario.budget), NOW, "cpsat")
+    overhead = sum(v for k, v in first.phases.items() if k != "solve")
+    limit = max(0.01, scenario.budget - overhead)  # what is left of the budget for the solver
+    cycles, objectives = [], []
+    for _ in range(reps):
+        r = run_cycle(snap, _config(limit), NOW, "cpsat")
+        cycles.append(sum(r.phases.values()))
+        objectives.append(r.stats.objective or 0.0)
+        last = r
+    best = run_cycle(snap, _config(best_seconds, workers=2), NOW, "cpsat")
+    best_obj = max(best.stats.objective or 0.0, max(objectives))
+    p50_obj = statistics.median(objectives)
+    gap = (best_obj - p50_obj) / abs(best_obj) if best_obj else 0.0
+    return {
+        "scenario": scenario.name, "nodes": scenario.nodes, "gpus": scenario.nodes * 8,
+        "running": scenario.running, "pending": scenario.pending, "load_seconds": round(load, 2),
+        "budget": scenario.budget, "solver_time_limit": round(limit, 3),
+        "model": last.stats.detail, "status": last.stats.status.value, "chosen": last.chosen,
+        "cycle_p50": round(statistics.median(cycles), 3), "cycles": [round(c, 3) for c in cycles],
+        "phases": {k: round(v, 3) for k, v in last.phases.items()},
+        "objective_p50": p50_obj, "best_known": best_obj, "best_status": best.stats.status.value,
+        "gap_to_best": gap, "gap_target": scenario.gap_target,
+        "greedy_objective": greedy.stats.objective, "greedy_cycle": round(g_secs, 3),
+        "vs_greedy": (p50_obj / greedy.stats.objective) if greedy.stats.objective else None,
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--only", nargs="*", default=[s.name for s in SCENARIOS])
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--best", type=float, default=60.0, help="seconds of the offline solve")
+    args = p.parse_args(argv)
+    rows = []
+    for scenario in SCENARIOS:
+        if scenario.name in args.only:
+            row = run(scenario, args.reps, args.best)
+            rows.append(row)
+            print(f"{row['scenario']:>2}: cycle p50 {row['cycle_p50']:.3f}s "
+                  f"(target {row['budget']}s), gap to best {row['gap_to_best']:.4%} "
+                  f"(target {row['gap_target']:.1%}), vs greedy x{row['vs_greedy']:.4f}, "
+                  f"greedy cycle {row['greedy_cycle']:.3f}s, {row['model']}, "
+                  f"rss {row['peak_rss_mb']} MB", flush=True)
+    OUT.mkdir(exist_ok=True)
+    (OUT / "scale.json").write_text(json.dumps(rows, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
