@@ -16,31 +16,15 @@ from solver_sched.kube.controller import Controller
 from solver_sched.kube.informer import Informer
 from solver_sched.kube.resources import CONFIG_MAPS
 from solver_sched.kube.store import ObjectStore
-from tests.integration.kube import Kube, wait_for
+from tests.integration.kube import Kube, priority_classes, wait_for
 
 pytestmark = pytest.mark.integration
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "default"}}
 CM = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": "solver-sched"}}
 
 
-def _priority_classes(kube: Kube) -> None:
-    for name, value in (("low", 0), ("high", 1000)):
-        try:
-            kube.create(
-                {
-                    "apiVersion": "scheduling.k8s.io/v1",
-                    "kind": "PriorityClass",
-                    "metadata": {"name": name},
-                    "value": value,
-                }
-            )
-        except ApiError as exc:
-            if exc.status != 409:
-                raise
-
-
 def _running_gang(kube: Kube, name: str, n: int, node: str, priority: str = "low") -> None:
-    _priority_classes(kube)
+    priority_classes(kube)
     kube.create_all(m.gang(name, n, running_on=[node] * n, priority_class=priority))
     for i in range(n):
         kube.set_running(f"default/{name}-worker-{i}")

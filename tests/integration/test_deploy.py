@@ -14,7 +14,7 @@ from solver_sched.io import manifests as m
 from solver_sched.kube.api import ApiError, KubeApi, load_client
 from solver_sched.kube.controller import Controller
 from tests.integration.conftest import TestEnv
-from tests.integration.kube import ROOT, Kube, wait_for
+from tests.integration.kube import ROOT, Kube, priority_classes, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -85,18 +85,7 @@ def test_controller_runs_with_least_privilege_rbac(
         nobody.get("/api/v1/pods")
     assert denied.value.status == 403
     # The scheduler as its ServiceAccount: every verb of a preemption cycle must be allowed.
-    for name, value in (("low", 0), ("high", 1000)):
-        try:
-            kube.create(
-                {
-                    "apiVersion": "scheduling.k8s.io/v1",
-                    "kind": "PriorityClass",
-                    "metadata": {"name": name},
-                    "value": value,
-                }
-            )
-        except ApiError as exc:
-            assert exc.status == 409
+    priority_classes(kube)
     kube.create(m.node("n1", gpus=4))
     kube.create_all(
         m.gang("low", 2, running_on=["n1", "n1"], priority_class="low", min_member=1, max_member=2)
