@@ -41,8 +41,9 @@ def check(
         {p: pod.node_name for p, pod in snapshot.pods.items() if pod.bound and pod.node_name},
     )
     usage_after = _queue_usage(snapshot, after)
+    with_binds = {b.job for b in plan.binds}
     for name, job in snapshot.jobs.items():
-        touched = before_size[name] != after_size[name] or any(b.job == name for b in plan.binds)
+        touched = before_size[name] != after_size[name] or name in with_binds
         if job.invalid or snapshot.quota.invalid_in_chain(_queue(snapshot, job)):
             if touched:
                 bad.append(f"job {name}: job with an invalid spec or queue changed by the plan")
