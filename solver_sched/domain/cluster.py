@@ -59,6 +59,7 @@ class Pod:
     cluster: str = DEFAULT_CLUSTER
     invalid: str | None = None  # e.g. unparsable requests: its job is not planned
     terminating: bool = False  # deletionTimestamp set: still holds its node, no longer a member
+    uid: str = ""  # tells a pod from a later one of the same name
 
     @property
     def terminated(self) -> bool:
@@ -97,6 +98,7 @@ class Job:
     cluster: str | None = None  # pinned cluster (fleet); None = any
     invalid: str | None = None  # why the job cannot be planned (names object and field)
     schedule_timeout: timedelta = timedelta(seconds=60)  # a partial gang is rolled back after it
+    succeeded: int = 0  # members that finished: the gang is completing and is left alone
 
     @property
     def elastic(self) -> bool:

@@ -146,6 +146,9 @@ def _job_states(
         if invalid_queue:
             reasons[name] = invalid_queue
             continue
+        if job.succeeded:  # members finish one by one: never break a completing gang
+            reasons[name] = f"completing: {job.succeeded} pod(s) succeeded"
+            continue
         running = snapshot.running_pods(job)
         waiting = snapshot.waiting_pods(job)
         until = job.cooldown_until()

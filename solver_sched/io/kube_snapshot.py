@@ -271,6 +271,7 @@ def _pod(b: _Build, raw: dict[str, Any]) -> Pod | None:
         created=p.metadata.creation_timestamp,
         invalid=requests if isinstance(requests, str) else None,
         terminating=p.metadata.deletion_timestamp is not None,
+        uid=p.metadata.uid,
     )
 
 
@@ -301,15 +302,20 @@ def _jobs(
     pytorch: dict[tuple[str, str], PyTorchJobObj],
 ) -> dict[str, Job]:
     members: dict[str, list[Pod]] = defaultdict(list)
+    succeeded: dict[str, int] = defaultdict(int)
     for pod in pods.values():
         if not pod.terminated and not pod.terminating:
             members[pod.job].append(pod)
+        elif pod.phase is PodPhase.SUCCEEDED:
+            succeeded[pod.job] += 1
     jobs: dict[str, Job] = {}
     for key, plist in sorted(members.items()):
         if not any(p.scheduler_name == b.scheduler_name for p in plist):
             continue  # another scheduler's gang: its pods only consume capacity
         plist.sort(key=lambda p: p.order)
         job = _job(b, key, plist, groups, pytorch)
+        if succeeded.get(key):
+            job = replace(job, succeeded=succeeded[key])
         if job.name in jobs:
             job = replace(job, name=f"{job.name}#{key.split(':')[0]}")
         jobs[job.name] = job

@@ -18,6 +18,7 @@ class _Obj(BaseModel):
 
 class Meta(_Obj):
     name: str
+    uid: str = ""
     namespace: str = ""
     labels: dict[str, str] = Field(default_factory=dict)
     annotations: dict[str, str] = Field(default_factory=dict)

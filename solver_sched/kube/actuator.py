@@ -52,14 +52,16 @@ class Actuator:
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bind")
         self.grace_seconds = grace_seconds
         self.fault = fault  # test hook: called before each write, may raise to simulate a crash
+        self._uids: dict[str, str] = {}
 
     def apply(self, plan: Plan, real: ClusterSnapshot) -> Outcome:
         out = Outcome()
+        self._uids = {name: p.uid for name, p in real.pods.items()}
         for ev in plan.evictions:
             if not self.may_act():
                 out.fenced = True
                 return out
-            self._evict_job(ev, out)
+            self._evict_job(ev, out, self._uids)
         free = _real_free(real, self.assumed)
         by_job: dict[str, list[BindPod]] = defaultdict(list)
         for b in plan.binds:
@@ -86,21 +88,26 @@ class Actuator:
         return out
 
     # -- evictions ---------------------------------------------------------------------------
-    def evict_pods(self, job: str, pods: tuple[str, ...], reason: str) -> Outcome:
+    def evict_pods(
+        self, job: str, pods: tuple[str, ...], reason: str, uids: dict[str, str] | None = None
+    ) -> Outcome:
         out = Outcome()
-        self._evict_job(EvictJob(job, pods, reason), out)
+        self._evict_job(EvictJob(job, pods, reason), out, uids)
         return out
 
-    def _evict_job(self, ev: EvictJob, out: Outcome) -> None:
+    def _evict_job(self, ev: EvictJob, out: Outcome, uids: dict[str, str] | None = None) -> None:
         for pod in ev.pods:  # dry run first: a PDB refusing any pod keeps the whole job
             status = self._evict(pod, dry_run=True)
+            if status == 0:
+                out.fenced = True
+                return
             if status == 429:
                 out.evict_blocked[ev.job] = f"eviction of {pod} refused (PodDisruptionBudget)"
                 return
         for pod in ev.pods:
             status = self._evict(pod, dry_run=False)
             if status in (200, 201):
-                self.assumed.evicted(pod)
+                self.assumed.evicted(pod, (uids or {}).get(pod, ""))
                 out.evicted.append(pod)
             elif status == 404:
                 out.evicted.append(pod)  # already gone
@@ -108,6 +115,8 @@ class Actuator:
                 out.evict_blocked[ev.job] = f"eviction of {pod}: HTTP {status}"
 
     def _evict(self, pod: str, dry_run: bool) -> int:
+        if not self.may_act():  # fenced between two writes of one job
+            return 0
         ns, name = pod.split("/", 1)
         body: dict[str, Any] = {
             "apiVersion": "policy/v1",
@@ -141,6 +150,8 @@ class Actuator:
                 out.bind_failed[b.pod] = why
 
     def _bind(self, b: BindPod) -> tuple[bool, str]:
+        if not self.may_act():  # fenced between two binds of one gang
+            return False, "fenced"
         ns, name = b.pod.split("/", 1)
         body = {
             "apiVersion": "v1",
@@ -158,7 +169,7 @@ class Actuator:
             return False, f"HTTP {exc.status}: {exc.reason}"
         except Exception as exc:  # connection errors: retried by a later cycle
             return False, str(exc)
-        self.assumed.bound(b.pod, b.node)
+        self.assumed.bound(b.pod, self._uids.get(b.pod, ""), b.node)
         return True, ""
 
     def close(self) -> None:
@@ -172,7 +183,7 @@ def _real_free(real: ClusterSnapshot, assumed: Assumed) -> dict[str, dict[str, i
     for name, n in real.nodes.items():
         used = res.total(p.requests for p in real.pods_by_node.get(name, ()))
         free[name] = res.sub(n.allocatable, used)
-    for pod_name, target in binds.items():
+    for pod_name, (_uid, target) in binds.items():
         p = real.pods.get(pod_name)
         if p is not None and p.node_name is None and target in free:
             free[target] = res.sub(free[target], p.requests)

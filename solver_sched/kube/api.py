@@ -144,7 +144,7 @@ class KubeApi:
                     if line.strip():
                         yield json.loads(line)
         finally:
-            raw.release_conn()
+            raw.close()  # a half-read stream must not go back to the pool
 
 
 def _q(value: Any) -> Any:

@@ -69,7 +69,7 @@ class GangTracker:
         partial = {}
         for name, job in snap.jobs.items():
             running = snap.running_pods(job)
-            if job.invalid is None and 0 < len(running) < job.min_pods:
+            if job.invalid is None and not job.succeeded and 0 < len(running) < job.min_pods:
                 partial[name] = tuple(p.name for p in running)
         self.since = {n: self.since.get(n, now) for n in partial}
         return {
@@ -163,13 +163,16 @@ class Controller:
         self.actuator.close()
         if self._server is not None:
             self._server.shutdown()
+            self._server.server_close()
 
     def healthy(self) -> bool:
+        if self._thread is not None and not self._thread.is_alive() and not self.stop.is_set():
+            return False
         limit = max(120.0, 3 * self.opts.cycle_interval)
         return time.monotonic() - self._alive < limit
 
     def ready(self) -> bool:
-        live = [k for k, inf in self.informers.items() if inf.thread.is_alive()]
+        live = [k for k, inf in list(self.informers.items()) if inf.thread.is_alive()]
         return bool(live) and self.store.synced(live)
 
     def _discover(self) -> None:
@@ -213,7 +216,7 @@ class Controller:
                 next_discovery = time.monotonic() + self.opts.discovery_interval
                 try:
                     self._discover()
-                except ApiError as exc:
+                except Exception as exc:  # API server away: keep looping, try again later
                     log.warning("discovery: %s", exc)
             if not self.ready():
                 self.stop.wait(0.1)
@@ -255,14 +258,19 @@ class Controller:
             self.metrics.phase_seconds.labels(phase).observe(secs)
         rollback = self.tracker.expired(snap)
         plan = _without(result.plan, set(rollback))
+        if rollback:  # evictions made room for the whole plan, rolled-back gangs included:
+            plan = Plan(binds=plan.binds, jobs=plan.jobs, notes=plan.notes)  # re-plan them
         t = time.perf_counter()
         outcome = Outcome()
         if self.may_act():
             outcome = self.actuator.apply(plan, real)
             for job, pods in rollback.items():
+                if outcome.fenced or not self.may_act():
+                    break
                 log.warning("gang %s still partial after its timeout: rolling back", job)
                 self.metrics.rollbacks.inc()
-                done = self.actuator.evict_pods(job, pods, "gang incomplete: rolled back")
+                uids = {p: real.pods[p].uid for p in pods if p in real.pods}
+                done = self.actuator.evict_pods(job, pods, "gang incomplete: rolled back", uids)
                 outcome.evicted += done.evicted
                 ref = self.status.group_ref(job) or self.status.pod_ref(pods[0])
                 self.status.event(

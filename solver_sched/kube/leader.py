@@ -89,9 +89,10 @@ class LeaderElector:
         spec = lease.get("spec") or {}
         holder = spec.get("holderIdentity")
         record = f"{holder}|{spec.get('renewTime')}"
+        seen = time.monotonic()  # after the GET: a slow read must not age the record early
         if self._observed is None or self._observed[0] != record:
-            self._observed = (record, start)
-        expired = start - self._observed[1] > self.lease_duration
+            self._observed = (record, seen)
+        expired = seen - self._observed[1] > self.lease_duration
         if holder not in (None, "", self.identity) and not expired:
             return False
         transitions = int(spec.get("leaseTransitions") or 0) + (holder != self.identity)

@@ -26,12 +26,13 @@ def planning_objects(store: ObjectStore, assumed: Assumed) -> list[JsonObj]:
     out = []
     for obj in cluster_objects(store):
         if obj.get("kind") == "Pod":
-            key = object_key(obj)
-            if key in evictions:
+            key, uid = object_key(obj), (obj.get("metadata") or {}).get("uid")
+            if evictions.get(key) == uid:
                 continue
-            if key in binds and not (obj.get("spec") or {}).get("nodeName"):
+            bind = binds.get(key)
+            if bind is not None and bind[0] == uid and not (obj.get("spec") or {}).get("nodeName"):
                 obj = copy.deepcopy(obj)
-                obj["spec"]["nodeName"] = binds[key]
+                obj["spec"]["nodeName"] = bind[1]
         out.append(obj)
     return out
 
@@ -43,6 +44,12 @@ def take_snapshot(
     return snapshot_from_objects(planning_objects(store, assumed), scheduler_name, s.cooldown)
 
 
-def live_pods(store: ObjectStore) -> dict[str, str | None]:
-    """pod key -> nodeName (None while unbound), for reconciling assumptions."""
-    return {object_key(p): (p.get("spec") or {}).get("nodeName") for p in store.items("Pod.v1")}
+def live_pods(store: ObjectStore) -> dict[str, tuple[str, str | None]]:
+    """pod key -> (uid, nodeName or None), for reconciling assumptions."""
+    return {
+        object_key(p): (
+            str((p.get("metadata") or {}).get("uid")),
+            (p.get("spec") or {}).get("nodeName"),
+        )
+        for p in store.items("Pod.v1")
+    }

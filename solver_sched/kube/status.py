@@ -42,6 +42,7 @@ class StatusWriter:
     ) -> None:
         self.api, self.store, self.component, self.may_act = api, store, component, may_act
         self._sent: dict[tuple[str, str, str], float] = {}
+        self._no_status: set[str] = set()  # PodGroup APIs without a status subresource
 
     # -- events ------------------------------------------------------------------------------
     def event(self, ref: dict[str, Any], reason: str, message: str, warning: bool = False) -> None:
@@ -50,7 +51,8 @@ class StatusWriter:
         now = time.monotonic()
         if now - self._sent.get(key, -1e9) < EVENT_REPEAT_SECONDS or not self.may_act():
             return
-        self._sent[key] = now
+        if len(self._sent) > 10_000:  # forget what may be sent again anyway
+            self._sent = {k: t for k, t in self._sent.items() if now - t < EVENT_REPEAT_SECONDS}
         ns = ref.get("namespace") or "default"  # events about cluster-scoped objects
         stamp = rfc3339(datetime.now().astimezone())
         body = {
@@ -71,6 +73,8 @@ class StatusWriter:
             self.api.request("POST", f"/api/v1/namespaces/{ns}/events", body=body)
         except ApiError as exc:
             log.warning("event %s on %s: %s", reason, key[0], exc)
+            return
+        self._sent[key] = now
 
     def pod_ref(self, pod: str) -> dict[str, Any]:
         ns, name = pod.split("/", 1)
@@ -155,7 +159,7 @@ class StatusWriter:
     # -- pod groups --------------------------------------------------------------------------
     def group_status(self, job: str, phase: str, running: int) -> None:
         ref = self.group_ref(job)
-        if ref is None or not self.may_act():
+        if ref is None or not self.may_act() or ref["apiVersion"] in self._no_status:
             return
         obj = self.store.get(POD_GROUP_APIS[ref["apiVersion"].split("/")[0]].key, job) or {}
         status = obj.get("status") or {}
@@ -170,7 +174,9 @@ class StatusWriter:
                 content_type="application/merge-patch+json",
             )
         except ApiError as exc:
-            if exc.status not in (404, 422):
+            if exc.status == 404 and ref["apiVersion"].startswith("scheduling.volcano.sh"):
+                self._no_status.add(ref["apiVersion"])  # its CRD has no status subresource
+            elif exc.status not in (404, 422):
                 log.warning("PodGroup status %s: %s", job, exc)
 
     def last_scale_time(self, job: str, now: datetime) -> None:

@@ -44,9 +44,9 @@ def check(
     with_binds = {b.job for b in plan.binds}
     for name, job in snapshot.jobs.items():
         touched = before_size[name] != after_size[name] or name in with_binds
-        if job.invalid or snapshot.quota.invalid_in_chain(_queue(snapshot, job)):
+        if job.invalid or job.succeeded or snapshot.quota.invalid_in_chain(_queue(snapshot, job)):
             if touched:
-                bad.append(f"job {name}: job with an invalid spec or queue changed by the plan")
+                bad.append(f"job {name}: invalid, completing or in an invalid queue, yet changed")
             continue
         _job_rules(
             snapshot,

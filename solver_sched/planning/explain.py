@@ -13,10 +13,12 @@ from solver_sched.formulation.state import PlanState
 
 
 def explain(st: PlanState, job: Job, jm: JobModel | None, planned: int, now: datetime) -> str:
+    static = st.problem.reasons.get(job.name)
+    if jm is None and static:  # left out of the model: invalid, completing, bad queue
+        return static
     reachable = min(job.max_pods, len(job.pods))
     if planned >= reachable and planned > 0:
         return ""
-    static = st.problem.reasons.get(job.name)
     if static:
         return static
     until = job.cooldown_until()

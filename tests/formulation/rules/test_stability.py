@@ -39,3 +39,15 @@ def test_irregular_size_that_cannot_grow_shrinks(backend: str) -> None:
     assert workers_after(snap, result.plan)["default/el"] == 4
     (ev,) = result.plan.evictions
     assert ev.pods == ("default/el-worker-4", "default/el-worker-5")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_gang_whose_members_finish_one_by_one_is_left_alone(backend: str) -> None:
+    objs = gang("g", 4, running_on=["a"] * 4)
+    objs[1]["status"]["phase"] = "Succeeded"  # worker 0 finished first
+    snap = snapshot(node("a", gpus=8), objs)
+    result = plan(snap, backend)
+    assert result.violations == []
+    assert result.plan.evictions == ()
+    (row,) = result.plan.jobs
+    assert row.reason.startswith("completing")
