@@ -45,6 +45,8 @@ class Informer:
                 while not self.stop.is_set():  # a normal close resumes without re-listing
                     version = self._watch(version)
             except ApiError as exc:
+                if self.stop.is_set():
+                    return
                 if exc.status == 404 and self.resource.optional:
                     log.info("%s: API not served any more", self.resource.key)
                     self.store.forget(self.resource.key)
@@ -54,6 +56,8 @@ class Informer:
                     self.stop.wait(backoff)
                     backoff = min(backoff * 2, 30.0)
             except Exception as exc:  # a broken connection must never kill the informer
+                if self.stop.is_set():
+                    return
                 log.warning("%s: watch failed (%s); re-listing", self.resource.key, exc)
                 self.stop.wait(backoff)
                 backoff = min(backoff * 2, 30.0)
