@@ -45,8 +45,15 @@ def fragmented(rng: random.Random) -> Objs:
         objs.append(m.node(f"n{i}", gpus=8))
         used = rng.choice((0, 0, 2, 4))
         if used:
-            objs.append(m.pod(f"sys-{i}", gpus=used, node_name=f"n{i}",
-                              scheduler="default-scheduler", namespace="infra"))
+            objs.append(
+                m.pod(
+                    f"sys-{i}",
+                    gpus=used,
+                    node_name=f"n{i}",
+                    scheduler="default-scheduler",
+                    namespace="infra",
+                )
+            )
     for k in range(rng.randint(10, 30)):
         objs += m.gang(f"small-{k}", rng.choice((1, 2)), gpus=1, created=_ts(100 + k))
     for k in range(rng.randint(3, 6)):
@@ -56,14 +63,26 @@ def fragmented(rng: random.Random) -> Objs:
 
 def parent_quota(rng: random.Random) -> Objs:
     cap = rng.choice((16, 24, 32))
-    tree = m.quota_tree({"name": "root", "children": [{
-        "name": "org", "max": {"nvidia.com/gpu": str(cap)}, "children": [
-            {"name": "team-a", "namespaces": ["team-a"]},
-            {"name": "team-b", "namespaces": ["team-b"]}]}]})
+    tree = m.quota_tree(
+        {
+            "name": "root",
+            "children": [
+                {
+                    "name": "org",
+                    "max": {"nvidia.com/gpu": str(cap)},
+                    "children": [
+                        {"name": "team-a", "namespaces": ["team-a"]},
+                        {"name": "team-b", "namespaces": ["team-b"]},
+                    ],
+                }
+            ],
+        }
+    )
     objs: Objs = [tree] + [m.node(f"n{i}", gpus=8) for i in range(8)]
     for k in range(rng.randint(3, 6)):  # awkward sizes waiting longest
-        objs += m.gang(f"odd-{k}", rng.choice((5, 6, 7, 9, 10, 11)), namespace="team-a",
-                       created=_ts(200 + k))
+        objs += m.gang(
+            f"odd-{k}", rng.choice((5, 6, 7, 9, 10, 11)), namespace="team-a", created=_ts(200 + k)
+        )
     for k in range(rng.randint(4, 8)):
         objs += m.gang(f"even-{k}", rng.choice((4, 8)), namespace="team-b", created=_ts(k))
     return objs
@@ -93,8 +112,12 @@ def preemption(rng: random.Random) -> Objs:
     return objs
 
 
-FAMILIES = {"fragmented": fragmented, "parent-quota": parent_quota,
-            "big-vs-small": big_vs_small, "preemption": preemption}
+FAMILIES = {
+    "fragmented": fragmented,
+    "parent-quota": parent_quota,
+    "big-vs-small": big_vs_small,
+    "preemption": preemption,
+}
 
 
 def guaranteed_value(result: CycleResult) -> int:
@@ -121,11 +144,21 @@ def main(argv: list[str] | None = None) -> int:
             g, c = guaranteed_value(greedy), guaranteed_value(cpsat)
             assert not greedy.violations and not cpsat.violations
             ratios.append(c / g if g else 1.0)
-            rows.append({"family": family, "seed": seed, "greedy": g, "cpsat": c,
-                         "status": cpsat.stats.status.value, "chosen": cpsat.chosen})
-        print(f"{family:>13}: guaranteed value cpsat/greedy mean x{statistics.mean(ratios):.3f} "
-              f"(min x{min(ratios):.3f}, max x{max(ratios):.3f}) over {len(ratios)} seeds",
-              flush=True)
+            rows.append(
+                {
+                    "family": family,
+                    "seed": seed,
+                    "greedy": g,
+                    "cpsat": c,
+                    "status": cpsat.stats.status.value,
+                    "chosen": cpsat.chosen,
+                }
+            )
+        print(
+            f"{family:>13}: guaranteed value cpsat/greedy mean x{statistics.mean(ratios):.3f} "
+            f"(min x{min(ratios):.3f}, max x{max(ratios):.3f}) over {len(ratios)} seeds",
+            flush=True,
+        )
     total = statistics.mean(r["cpsat"] / r["greedy"] for r in rows if r["greedy"])
     print(f"all families: mean x{total:.3f} (target >= x1.05)")
     OUT.mkdir(exist_ok=True)

@@ -55,7 +55,8 @@ def _config(time_limit: float, workers: int = 1) -> SchedulerConfig:
 def run(scenario: Scenario, reps: int, best_seconds: float) -> dict[str, object]:
     t = time.perf_counter()
     snap = snapshot_from_objects(
-        synthetic_objects(scenario.nodes, scenario.running, scenario.pending, 1, NOW))
+        synthetic_objects(scenario.nodes, scenario.running, scenario.pending, 1, NOW)
+    )
     load = time.perf_counter() - t
     greedy = run_cycle(snap, _config(1.0), NOW, "greedy")
     g_secs = sum(greedy.phases.values())
@@ -73,15 +74,27 @@ def run(scenario: Scenario, reps: int, best_seconds: float) -> dict[str, object]
     p50_obj = statistics.median(objectives)
     gap = (best_obj - p50_obj) / abs(best_obj) if best_obj else 0.0
     return {
-        "scenario": scenario.name, "nodes": scenario.nodes, "gpus": scenario.nodes * 8,
-        "running": scenario.running, "pending": scenario.pending, "load_seconds": round(load, 2),
-        "budget": scenario.budget, "solver_time_limit": round(limit, 3),
-        "model": last.stats.detail, "status": last.stats.status.value, "chosen": last.chosen,
-        "cycle_p50": round(statistics.median(cycles), 3), "cycles": [round(c, 3) for c in cycles],
+        "scenario": scenario.name,
+        "nodes": scenario.nodes,
+        "gpus": scenario.nodes * 8,
+        "running": scenario.running,
+        "pending": scenario.pending,
+        "load_seconds": round(load, 2),
+        "budget": scenario.budget,
+        "solver_time_limit": round(limit, 3),
+        "model": last.stats.detail,
+        "status": last.stats.status.value,
+        "chosen": last.chosen,
+        "cycle_p50": round(statistics.median(cycles), 3),
+        "cycles": [round(c, 3) for c in cycles],
         "phases": {k: round(v, 3) for k, v in last.phases.items()},
-        "objective_p50": p50_obj, "best_known": best_obj, "best_status": best.stats.status.value,
-        "gap_to_best": gap, "gap_target": scenario.gap_target,
-        "greedy_objective": greedy.stats.objective, "greedy_cycle": round(g_secs, 3),
+        "objective_p50": p50_obj,
+        "best_known": best_obj,
+        "best_status": best.stats.status.value,
+        "gap_to_best": gap,
+        "gap_target": scenario.gap_target,
+        "greedy_objective": greedy.stats.objective,
+        "greedy_cycle": round(g_secs, 3),
         "vs_greedy": (p50_obj / greedy.stats.objective) if greedy.stats.objective else None,
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     }
@@ -98,11 +111,14 @@ def main(argv: list[str] | None = None) -> int:
         if scenario.name in args.only:
             row = run(scenario, args.reps, args.best)
             rows.append(row)
-            print(f"{row['scenario']:>2}: cycle p50 {row['cycle_p50']:.3f}s "
-                  f"(target {row['budget']}s), gap to best {row['gap_to_best']:.4%} "
-                  f"(target {row['gap_target']:.1%}), vs greedy x{row['vs_greedy']:.4f}, "
-                  f"greedy cycle {row['greedy_cycle']:.3f}s, {row['model']}, "
-                  f"rss {row['peak_rss_mb']} MB", flush=True)
+            print(
+                f"{row['scenario']:>2}: cycle p50 {row['cycle_p50']:.3f}s "
+                f"(target {row['budget']}s), gap to best {row['gap_to_best']:.4%} "
+                f"(target {row['gap_target']:.1%}), vs greedy x{row['vs_greedy']:.4f}, "
+                f"greedy cycle {row['greedy_cycle']:.3f}s, {row['model']}, "
+                f"rss {row['peak_rss_mb']} MB",
+                flush=True,
+            )
     OUT.mkdir(exist_ok=True)
     (OUT / "scale.json").write_text(json.dumps(rows, indent=2))
     return 0

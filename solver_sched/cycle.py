@@ -17,12 +17,13 @@ from solver_sched.domain.snapshot import ClusterSnapshot
 from solver_sched.formulation.build import Built, build
 from solver_sched.formulation.prepare import prepare
 from solver_sched.formulation.problem import Problem
+from solver_sched.formulation.state import PlanState
 from solver_sched.formulation.values import to_values
 from solver_sched.planning.check import check
 from solver_sched.planning.diff import diff
 from solver_sched.planning.pack import minimize_evictions, pack
 from solver_sched.solvers.cpsat import solve_cpsat
-from solver_sched.solvers.greedy import counts_of, solve_greedy
+from solver_sched.solvers.greedy import assignment_of, counts_of, greedy_plan
 from solver_sched.solvers.milp import solve_milp
 from solver_sched.solvers.result import Assignment, SolveStats, SolveStatus
 
@@ -67,17 +68,19 @@ def run_cycle(
         problem = prepare(snapshot, config.weights, s, now)
         built = build(problem)
     with timer("greedy"):
-        greedy = solve_greedy(snapshot, problem)
+        greedy_state = greedy_plan(snapshot, problem)  # concrete already: it needs no packing
+        greedy = assignment_of(greedy_state)
         hint = to_values(problem, built, greedy.sizes, greedy.counts)
     with timer("solve"):
         stats, solved = _solve(backend, problem, built, hint, limit, s)
     with timer("plan"):
         ranked = []
-        for label, assignment in [("greedy", greedy)] + ([(backend, solved)] if solved else []):
-            st, notes = pack(snapshot, problem, assignment)
+        candidates: list[tuple[str, PlanState, list[str]]] = [("greedy", greedy_state, [])]
+        if solved:
+            candidates.append((backend, *pack(snapshot, problem, solved)))
+        for label, st, notes in candidates:
             notes += minimize_evictions(st)
-            final = Assignment(dict(st.size), counts_of(snapshot, problem, st.placed))
-            values = to_values(problem, built, final.sizes, final.counts)
+            values = to_values(problem, built, st.size, counts_of(snapshot, problem, st.placed))
             value = built.model.objective_value(values) if values is not None else None
             rank = (value is not None, value or 0, label != "greedy")
             ranked.append((rank, label, st, notes, values))

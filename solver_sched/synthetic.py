@@ -68,6 +68,25 @@ def _tree(nodes: int) -> dict[str, Any]:
     )
 
 
+def _first_fit(free: list[int], pods: int, gpus: int, cursor: int) -> tuple[list[int], int]:
+    """Node indexes for ``pods`` pods of ``gpus`` GPUs, first fit from ``cursor``; all or none
+    (a gang that does not fit takes nothing and is submitted as pending)."""
+    taken: list[int] = []
+    for _ in range(pods):
+        for step in range(len(free)):
+            n = (cursor + step) % len(free)
+            if free[n] >= gpus:
+                free[n] -= gpus
+                taken.append(n)
+                cursor = n
+                break
+    if len(taken) < pods:
+        for n in taken:
+            free[n] += gpus
+        return [], cursor
+    return taken, cursor
+
+
 def synthetic_objects(
     nodes: int, running: int, pending: int, seed: int, now: datetime
 ) -> list[dict[str, Any]]:
@@ -106,21 +125,11 @@ def synthetic_objects(
             )
             if is_running and rng.random() < 0.25:
                 last = now - timedelta(minutes=rng.randrange(0, 10))
-        existing = maximum if elastic else pods
+        existing = maximum  # elastic: every pod up to max exists; rigid: maximum == pods
         placement: list[str] = []
         if is_running:
-            for _ in range(size):
-                for step in range(nodes):
-                    n = (cursor + step) % nodes
-                    if free[n] >= gpus:
-                        free[n] -= gpus
-                        placement.append(f"node-{n:05d}")
-                        cursor = n
-                        break
-            if len(placement) < size:  # cluster full: release and submit it as pending
-                for node in placement:
-                    free[int(node.split("-")[1])] += gpus
-                placement = []
+            taken, cursor = _first_fit(free, size, gpus, cursor)
+            placement = [f"node-{n:05d}" for n in taken]
         objs += m.gang(
             name,
             existing,

@@ -1,8 +1,4 @@
-"""`solver-sched simulate`: the policies over a job trace in the discrete-event simulator.
-
-Wiring (cli/main.py): ``simulate.add_parser(sub)`` next to the other subcommands, and
-``if args.command == "simulate": return simulate.run(args)`` in ``main``.
-"""
+"""`solver-sched simulate`: the policies over a job trace in the discrete-event simulator."""
 
 from __future__ import annotations
 
@@ -154,14 +150,3 @@ def run(args: argparse.Namespace) -> int:
         print(f"(no ratios: add {BASELINE} to --policies)")
     print(f"wrote {args.out / 'results.json'}" + "".join(f", {p}" for p in written))
     return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Stand-alone entry until cli/main.py wires the subcommand."""
-    p = argparse.ArgumentParser(prog="solver-sched")
-    add_parser(p.add_subparsers(dest="command", required=True))
-    return run(p.parse_args(argv))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

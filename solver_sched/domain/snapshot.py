@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from solver_sched.domain import resources as res
 from solver_sched.domain.cluster import Job, Node, Pod
 from solver_sched.domain.quota import QuotaTree
 
@@ -40,6 +41,17 @@ class ClusterSnapshot:
             if pod.bound and pod.node_name is not None:
                 out.setdefault(pod.node_name, []).append(pod)
         return {k: tuple(v) for k, v in out.items()}
+
+    @cached_property
+    def free_per_node(self) -> Mapping[str, Mapping[str, int]]:
+        """Allocatable minus the requests of the pods bound there (negative when overcommitted).
+        Shared: callers that change free capacity copy it first."""
+        return {
+            name: res.sub(
+                node.allocatable, res.total(p.requests for p in self.pods_by_node.get(name, ()))
+            )
+            for name, node in self.nodes.items()
+        }
 
     def job_of(self, pod: Pod) -> Job | None:
         return self.jobs.get(pod.job)

@@ -42,10 +42,7 @@ class NodeState:
     def __init__(self, snapshot: ClusterSnapshot, class_of: dict[str, int] | None = None) -> None:
         self.snapshot = snapshot
         self.class_of = class_of or {}
-        self.free: dict[str, dict[str, int]] = {}
-        for name, node in snapshot.nodes.items():
-            used = res.total(p.requests for p in snapshot.pods_by_node.get(name, ()))
-            self.free[name] = res.sub(node.allocatable, used)
+        self.free = {name: dict(f) for name, f in snapshot.free_per_node.items()}
         self.gpus_free = sum(
             max(0, f.get(res.GPU, 0)) for n, f in self.free.items() if snapshot.nodes[n].schedulable
         )

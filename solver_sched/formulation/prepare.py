@@ -73,7 +73,7 @@ def prepare(
         for name, st in states.items()
         if _can_change(st, any_start, bool(triggers_of.get(name)))
     }
-    free = _free_per_node(snapshot)
+    free = snapshot.free_per_node
     shapes_of, shape_reqs = _shapes(active)
     relevant = tuple(sorted({r for req, _ in shape_reqs for r in req} | {res.PODS}))
     classes, class_of = _classes(snapshot, free, shape_reqs, relevant)
@@ -301,14 +301,6 @@ def _tier_weights(weights: ObjectiveWeights, priorities: Iterable[int]) -> dict[
 
 
 # -- nodes and shapes ------------------------------------------------------------------------
-
-
-def _free_per_node(snapshot: ClusterSnapshot) -> dict[str, dict[str, int]]:
-    out = {}
-    for name, node in snapshot.nodes.items():
-        used = res.total(p.requests for p in snapshot.pods_by_node.get(name, ()))
-        out[name] = res.sub(node.allocatable, used)
-    return out
 
 
 def _shapes(

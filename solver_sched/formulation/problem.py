@@ -64,6 +64,14 @@ class JobModel:
     break_needs: tuple[str, ...] = ()  # trigger keys: breaking it needs one of these to start
     shrink_needs_start: bool = True  # scaling in needs some guaranteed gang to start
 
+    def option_index(self, size: int) -> int | None:
+        """Index of the option for this size (None: not an option, e.g. a partial size now)."""
+        return next((k for k, o in enumerate(self.options) if o.size == size), None)
+
+    def option(self, size: int) -> SizeOption | None:
+        k = self.option_index(size)
+        return None if k is None else self.options[k]
+
 
 @dataclass(frozen=True, slots=True)
 class QuotaRow:

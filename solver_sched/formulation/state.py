@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from solver_sched.domain import resources as res
 from solver_sched.domain.cluster import Pod
+from solver_sched.domain.quota import MAX_JOBS
 from solver_sched.domain.snapshot import ClusterSnapshot
 from solver_sched.formulation.nodes import NodeState
 from solver_sched.formulation.problem import Problem
@@ -48,10 +49,10 @@ class PlanState:
 
     def _usage(self, j: int, size: int) -> dict[str, int]:
         jm = self.problem.jobs[j]
-        for o in jm.options:
-            if o.size == size:
-                return dict(o.usage)
-        job = self.snapshot.jobs[jm.name]
+        o = jm.option(size)
+        if o is not None:
+            return dict(o.usage)
+        job = self.snapshot.jobs[jm.name]  # a size that is no option: what runs now
         return res.total(p.requests for p in self.snapshot.running_pods(job))
 
     # -- journal -----------------------------------------------------------------------------
@@ -66,10 +67,14 @@ class PlanState:
     def quota_blocker(self, j: int, size: int) -> str | None:
         """None when moving job j to size keeps every queue row within its limits."""
         blocked = self.quota_blocks(j, size)
-        return blocked[0][1] if blocked else None
+        if not blocked:
+            return None
+        r, what = blocked[0]
+        return f"queue {self.problem.quotas[r].queue}: {what}"
 
     def quota_blocks(self, j: int, size: int, first_only: bool = True) -> list[tuple[int, str]]:
-        """(row, what) for the queue rows that moving job j to size would break."""
+        """(row, what) for the queue rows that moving job j to size would break; ``what`` is the
+        resource over its cap, MAX_JOBS, or ``min <resource>`` for a floor."""
         old, new = self._usage(j, self.size[self.problem.jobs[j].name]), self._usage(j, size)
         was_running = self.size[self.problem.jobs[j].name] > 0
         out: list[tuple[int, str]] = []
@@ -88,14 +93,14 @@ class PlanState:
         for name, cap in row.cap.items():
             after = self.usage[r].get(name, 0) - old.get(name, 0) + new.get(name, 0)
             if after > cap and new.get(name, 0) > old.get(name, 0):
-                return f"queue {row.queue}: {name}"
+                return name
         for name, floor in row.floor.items():
             after = self.usage[r].get(name, 0) - old.get(name, 0) + new.get(name, 0)
             if after < floor and new.get(name, 0) < old.get(name, 0):
-                return f"queue {row.queue}: min {name}"
+                return f"min {name}"
         starts = not was_running and size > 0
         if row.jobs_cap is not None and starts and self.running_jobs[r] + 1 > row.jobs_cap:
-            return f"queue {row.queue}: max-jobs"
+            return MAX_JOBS
         return None
 
     # -- size changes ------------------------------------------------------------------------
@@ -203,7 +208,8 @@ class PlanState:
         self._journal.append(undo)
 
     def _guaranteed_gpus(self, j: int, size: int) -> int:
-        return next((o.guaranteed_gpus for o in self.problem.jobs[j].options if o.size == size), 0)
+        o = self.problem.jobs[j].option(size)
+        return o.guaranteed_gpus if o is not None else 0
 
     def _set_size(self, j: int, size: int) -> None:
         name = self.problem.jobs[j].name

@@ -21,10 +21,10 @@ def to_values(
     run = []
     for j, jm in enumerate(problem.jobs):
         size = sizes.get(jm.name, 0)
-        ks = [k for k, o in enumerate(jm.options) if o.size == size]
-        if not ks:
+        opt = jm.option_index(size)
+        if opt is None:
             return None
-        values[v.y[j][ks[0]]] = 1
+        values[v.y[j][opt]] = 1
         run.append(size > 0)
     index = {jm.name: j for j, jm in enumerate(problem.jobs)}
     for (name, sid, cid), n in counts.items():
@@ -44,12 +44,10 @@ def to_values(
             values[v.w[(j, k)]] = 1
     for r, var in v.u.items():
         row = problem.quotas[r]
-        used = sum(
-            o.guaranteed_gpus
-            for j in row.jobs
-            for o in problem.jobs[j].options
-            if o.size == sizes.get(problem.jobs[j].name, 0)
-        )
+        used = 0
+        for j in row.jobs:
+            o = problem.jobs[j].option(sizes.get(problem.jobs[j].name, 0))
+            used += o.guaranteed_gpus if o is not None else 0
         values[var] = min(model.ub[var], used)
     for key, var in built.triggers.items():
         starters = problem.triggers.get(key if key != ANY_START else ANY_START, ())

@@ -179,10 +179,7 @@ class Actuator:
 def _real_free(real: ClusterSnapshot, assumed: Assumed) -> dict[str, dict[str, int]]:
     """Free capacity per node right now: terminating pods still count, in-flight binds too."""
     binds, _ = assumed.snapshot()
-    free = {}
-    for name, n in real.nodes.items():
-        used = res.total(p.requests for p in real.pods_by_node.get(name, ()))
-        free[name] = res.sub(n.allocatable, used)
+    free = {name: dict(f) for name, f in real.free_per_node.items()}
     for pod_name, (_uid, target) in binds.items():
         p = real.pods.get(pod_name)
         if p is not None and p.node_name is None and target in free:

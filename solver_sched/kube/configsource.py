@@ -21,10 +21,12 @@ class ConfigSource:
         namespace: str,
         name: str,
         on_error: Callable[[str, str], None],
+        on_reload: Callable[[], None] = lambda: None,
         initial: SchedulerConfig | None = None,
     ) -> None:
         self.store, self.namespace, self.name = store, namespace, name
         self.on_error = on_error  # (configmap key, message) -> event + metric
+        self.on_reload = on_reload
         self.current = initial or SchedulerConfig()
         self._version: str | None = None
         self.reloads = 0
@@ -57,6 +59,7 @@ class ConfigSource:
             self.on_error(f"{self.namespace}/{self.name}", str(exc))
             return self.current
         self.reloads += 1
+        self.on_reload()
         self.last_error = None
         log.info("config loaded from %s (resourceVersion %s)", source, version)
         return self.current

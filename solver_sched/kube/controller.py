@@ -30,6 +30,7 @@ from solver_sched.kube.leader import LeaderElector
 from solver_sched.kube.resources import CONFIG_MAPS, WATCHED, Resource
 from solver_sched.kube.snapshotter import cluster_objects, live_pods, take_snapshot
 from solver_sched.kube.status import StatusWriter
+from solver_sched.kube.store import ObjectStore
 from solver_sched.metrics import Metrics, reason_class, serve
 
 log = logging.getLogger(__name__)
@@ -90,8 +91,6 @@ class Controller:
         self.api = api or KubeApi(
             load_client(opts.kubeconfig, opts.bind_workers + 16), RateLimiter(opts.qps, opts.burst)
         )
-        from solver_sched.kube.store import ObjectStore
-
         self.store = ObjectStore()
         self.stop = threading.Event()
         self.assumed = Assumed()
@@ -111,7 +110,13 @@ class Controller:
             else None
         )
         self.status = StatusWriter(self.api, self.store, "solver-sched", self.may_act)
-        self.configs = ConfigSource(self.store, opts.namespace, opts.config_map, self._bad_config)
+        self.configs = ConfigSource(
+            self.store,
+            opts.namespace,
+            opts.config_map,
+            self._bad_config,
+            self.metrics.config_reloads.inc,
+        )
         self.actuator = Actuator(
             self.api,
             self.assumed,
@@ -239,11 +244,6 @@ class Controller:
         now = datetime.now(UTC)
         self.metrics.leader.set(1 if self.may_act() else 0)
         config = self.configs.refresh()
-        if self.configs.reloads != getattr(self, "_seen_reloads", 0):
-            self.metrics.config_reloads.inc(
-                self.configs.reloads - getattr(self, "_seen_reloads", 0)
-            )
-            self._seen_reloads = self.configs.reloads
         leading = self.leader is None or self.leader.is_leader()
         if not leading and not self.opts.dry_run:
             return None  # standby: keep the cache warm, do nothing

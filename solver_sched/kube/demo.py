@@ -13,7 +13,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -277,7 +276,3 @@ def _established(api: KubeApi) -> bool:
         )
         for i in items
     )
-
-
-def now() -> str:
-    return datetime.now(UTC).strftime("%H:%M:%S")

@@ -6,7 +6,6 @@ changes (debounced by the controller).
 
 from __future__ import annotations
 
-import copy
 import threading
 from typing import Any
 
@@ -63,9 +62,9 @@ class ObjectStore:
             return all(r in self._synced for r in resources)
 
     def get(self, resource: str, key: str) -> JsonObj | None:
+        """One cached object (a shared reference, like items(): callers must not mutate it)."""
         with self._cond:
-            obj = self._objects.get(resource, {}).get(key)
-            return copy.deepcopy(obj) if obj is not None else None
+            return self._objects.get(resource, {}).get(key)
 
     def items(self, resource: str) -> list[JsonObj]:
         with self._cond:

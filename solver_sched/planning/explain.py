@@ -59,22 +59,20 @@ def explain(st: PlanState, job: Job, jm: JobModel | None, planned: int, now: dat
 
 
 def _quota_reason(st: PlanState, j: int, size: int) -> str:
-    blocker = st.quota_blocker(j, size)
-    if blocker is None:
+    blocked = st.quota_blocks(j, size)
+    if not blocked:
         return ""
-    jm = st.problem.jobs[j]
-    for r in st.rows_of.get(j, ()):
-        row = st.problem.quotas[r]
-        queue = st.snapshot.quota.queues[row.queue]
-        if blocker == f"queue {row.queue}: max-jobs":
-            running = st.running_jobs[r] + row.fixed.get(MAX_JOBS, 0)
-            return f"queue {row.queue}: {MAX_JOBS} {queue.max_jobs}, running {running}"
-        for name in row.cap:
-            if blocker == f"queue {row.queue}: {name}":
-                used = st.usage[r].get(name, 0) + row.fixed.get(name, 0)
-                need = next(o.usage.get(name, 0) for o in jm.options if o.size == size)
-                return (
-                    f"queue {row.queue}: {name} max {queue.max.get(name)}, in use {used}, "
-                    f"job needs {need}"
-                )
-    return blocker
+    r, what = blocked[0]
+    row = st.problem.quotas[r]
+    queue = st.snapshot.quota.queues[row.queue]
+    if what == MAX_JOBS:
+        running = st.running_jobs[r] + row.fixed.get(MAX_JOBS, 0)
+        return f"queue {row.queue}: {MAX_JOBS} {queue.max_jobs}, running {running}"
+    if what in row.cap:
+        used = st.usage[r].get(what, 0) + row.fixed.get(what, 0)
+        option = st.problem.jobs[j].option(size)
+        need = option.usage.get(what, 0) if option is not None else 0
+        return (
+            f"queue {row.queue}: {what} max {queue.max.get(what)}, in use {used}, job needs {need}"
+        )
+    return f"queue {row.queue}: {what}"

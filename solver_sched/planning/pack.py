@@ -36,9 +36,9 @@ def pack(
     growing.sort(
         key=lambda j: (not jobs[j].starting, -jobs[j].priority, -_largest(problem, j), jobs[j].name)
     )
+    chooser = _chooser(st, problem, budget)
     for j in growing:
         jm = jobs[j]
-        chooser = _chooser(st, problem, budget, assignment)
         if not st.resize(j, target[jm.name], chooser=chooser, check_quota=False):
             fallback = (
                 0
@@ -55,33 +55,14 @@ def pack(
 
 def _largest(problem: Problem, j: int) -> int:
     sizes = [
-        problem.shapes[s].requests.get("nvidia.com/gpu", 0)
-        for o in problem.jobs[j].options
-        for s in o.new
+        problem.shapes[s].requests.get(res.GPU, 0) for o in problem.jobs[j].options for s in o.new
     ]
     return max(sizes, default=0)
 
 
-def _chooser(
-    st: PlanState, problem: Problem, budget: Counter[tuple[int, int]], assignment: Assignment
-) -> Chooser:
-    """Prefer the nodes the assignment names (greedy) or the classes it counted (solvers), then
-    any node that fits: that fallback is the repair of what class aggregation allowed."""
-    if assignment.nodes is not None:
-        nodes = assignment.nodes
-
-        def by_node(pod: Pod, cluster: str) -> str | None:
-            want = nodes.get(pod.name)
-            if (
-                want is not None
-                and want in st.nodes.free
-                and st.snapshot.nodes[want].cluster == cluster
-                and res.fits(pod.requests, st.nodes.free[want])
-            ):
-                return want
-            return st.nodes.pick(pod, cluster)
-
-        return by_node
+def _chooser(st: PlanState, problem: Problem, budget: Counter[tuple[int, int]]) -> Chooser:
+    """Prefer the classes the solver counted, then any node that fits: that fallback is the repair
+    of what class aggregation allowed."""
 
     def by_class(pod: Pod, cluster: str) -> str | None:
         sid = problem.shape_of[pod.name]

@@ -31,11 +31,10 @@ from solver_sched.cycle import run_cycle
 from solver_sched.domain import resources as res
 from solver_sched.domain.cluster import Job, Node, Pod, PodPhase, SizePolicy
 from solver_sched.domain.snapshot import ClusterSnapshot
-from solver_sched.sim.state import JobRun, SimState
+from solver_sched.sim.state import NAMESPACE, JobRun, SimState
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 POLICIES = ("per-pod", "fifo", "elastic", "solver-sched")
-NAMESPACE = "sim"
 
 
 @dataclass

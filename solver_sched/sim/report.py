@@ -10,7 +10,7 @@ from typing import Any
 
 from solver_sched.config.schema import SchedulerConfig
 from solver_sched.sim.engine import RunResult, simulate
-from solver_sched.sim.metrics import job_rows, ratios, summarize
+from solver_sched.sim.metrics import RATIO_KEYS, job_rows, ratios, summarize
 from solver_sched.sim.model import SimParams, TraceJob
 from solver_sched.sim.policies import make_policy
 
@@ -121,19 +121,10 @@ def table(data: dict[str, Any]) -> str:
     lines = [_grid(rows)]
     rat: dict[str, dict[str, float]] = data["ratios_vs_baseline"]
     if rat:
-        keys = ("avg_jct_h", "p95_jct_h", "avg_queue_h", "makespan_h", "util_alloc", "util_useful")
-        head = [
-            "vs " + data["baseline"],
-            "avg JCT",
-            "p95 JCT",
-            "queue",
-            "makespan",
-            "util",
-            "useful",
-        ]
-        rrows = [head]
+        label = {key: title.removesuffix(" h") for title, key, _ in COLUMNS}
+        rrows = [["vs " + data["baseline"], *(label[k] for k in RATIO_KEYS)]]
         for name, r in rat.items():
-            rrows.append([name, *(f"{r[k]:.3f}" for k in keys)])
+            rrows.append([name, *(f"{r[k]:.3f}" for k in RATIO_KEYS)])
         lines += ["", _grid(rrows)]
     return "\n".join(lines)
 

@@ -19,7 +19,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from solver_sched.domain.cluster import is_power_of_two
 from solver_sched.sim.model import SimParams, TraceJob
+
+NAMESPACE = "sim"  # the namespace of every simulated pod and job
 
 EPS = 1e-9
 
@@ -54,8 +57,6 @@ class JobRun:
     ins_in_cooldown: int = 0
     partial_releases: int = 0
     lost_work: float = 0.0
-    gpu_seconds: float = 0.0
-    useful_gpu_seconds: float = 0.0
 
     @property
     def name(self) -> str:
@@ -76,7 +77,7 @@ class JobRun:
     def allowed(self, size: int) -> bool:
         if not self.elastic:
             return size == self.min_pods
-        return self.min_pods <= size <= self.max_pods and size & (size - 1) == 0
+        return self.min_pods <= size <= self.max_pods and is_power_of_two(size)
 
     def allowed_sizes(self) -> tuple[int, ...]:
         return tuple(s for s in range(self.min_pods, self.max_pods + 1) if self.allowed(s))
@@ -118,7 +119,7 @@ class SimState:
                 lo, hi = spec.min_pods, spec.max_pods
             else:
                 lo = hi = spec.pods
-            names = tuple(f"sim/{spec.name}-{i}" for i in range(hi))
+            names = tuple(f"{NAMESPACE}/{spec.name}-{i}" for i in range(hi))
             run = JobRun(spec, lo, hi, names, [None] * hi)
             self.jobs[spec.name] = run
             for i, p in enumerate(names):
@@ -222,9 +223,7 @@ class SimState:
             end = t1
             if job.progressing:
                 end = self._progress(job, t0, t1, gpus)
-                job.useful_gpu_seconds += gpus * (end - t0)
                 useful += gpus * (end - t0)
-            job.gpu_seconds += gpus * (end - t0)
             alloc += gpus * (end - t0)
             if job.finish is not None:
                 finished.append(job)

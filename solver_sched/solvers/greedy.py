@@ -24,6 +24,16 @@ from solver_sched.solvers.result import Assignment
 
 
 def solve_greedy(snapshot: ClusterSnapshot, problem: Problem) -> Assignment:
+    return assignment_of(greedy_plan(snapshot, problem))
+
+
+def assignment_of(st: PlanState) -> Assignment:
+    """The sizes and per-class counts of a plan state."""
+    return Assignment(sizes=dict(st.size), counts=counts_of(st.snapshot, st.problem, st.placed))
+
+
+def greedy_plan(snapshot: ClusterSnapshot, problem: Problem) -> PlanState:
+    """The greedy decision as a concrete plan state (nodes chosen, queue rows kept)."""
     st = PlanState(snapshot, problem)
     jobs = problem.jobs
     fired: dict[int, set[str]] = {}
@@ -63,9 +73,7 @@ def solve_greedy(snapshot: ClusterSnapshot, problem: Problem) -> Assignment:
         for o in sorted(jm.options, key=lambda o: -o.size):
             if o.size <= size or st.resize(j, o.size):
                 break
-    return Assignment(
-        sizes=dict(st.size), counts=counts_of(snapshot, problem, st.placed), nodes=dict(st.placed)
-    )
+    return st
 
 
 MAX_VICTIM_STEPS = 64  # a gang that still does not fit after this many take-backs waits

@@ -17,11 +17,10 @@ class SolveStatus(StrEnum):
 
 @dataclass(frozen=True)
 class Assignment:
-    """Job sizes, pods per (job, shape, class), and concrete nodes where a backend chose them."""
+    """Job sizes and pods per (job, shape, class); solvers leave the job empty ("")."""
 
     sizes: Mapping[str, int]
     counts: Mapping[tuple[str, int, int], int] = field(default_factory=dict)
-    nodes: Mapping[str, str] | None = None  # pod -> node (greedy places concretely)
 
 
 @dataclass(frozen=True)
