@@ -44,6 +44,7 @@ class _JobState:
     waiting: tuple[Pod, ...]
     sizes: tuple[int, ...]  # allowed sizes reachable this cycle (cooldown applied)
     locked: bool
+    allowed: tuple[int, ...]  # the job's allowed sizes, cooldown aside
 
     @property
     def current(self) -> int:
@@ -51,7 +52,7 @@ class _JobState:
 
     @property
     def running_ok(self) -> bool:
-        return self.current in self.job.allowed_sizes()
+        return self.current in self.allowed
 
     @property
     def starting(self) -> bool:
@@ -155,13 +156,14 @@ def _job_states(
         locked = until is not None and now < until
         reachable = len(running) + len(waiting)
         top = len(running) if locked and len(running) >= job.min_pods else reachable
-        sizes = tuple(s for s in job.allowed_sizes() if s <= top)
-        if not job.allowed_sizes():
+        allowed = job.allowed_sizes()
+        sizes = tuple(s for s in allowed if s <= top)
+        if not allowed:
             reasons[name] = (
                 f"{job.source or 'job ' + name}: needs {job.min_pods} pods (minMember), "
                 f"{len(job.pods)} exist"
             )
-        out[name] = _JobState(job, running, waiting, sizes, locked)
+        out[name] = _JobState(job, running, waiting, sizes, locked, allowed)
     return out
 
 
@@ -424,14 +426,23 @@ def _no_node_reason(snapshot: ClusterSnapshot, pod: Pod) -> str:
 
 def _queue_usage(snapshot: ClusterSnapshot, pods: Iterable[Pod]) -> dict[str, dict[str, int]]:
     """Usage per queue of the tree (leaf and ancestors), plus running job count under MAX_JOBS."""
+    per_job: dict[tuple[str, str], dict[str, int]] = {}  # (job, namespace) -> requests
+    for pod in pods:
+        key = (pod.job, pod.namespace)
+        acc = per_job.setdefault(key, {})
+        for r, q in pod.requests.items():
+            acc[r] = acc.get(r, 0) + q
     usage: dict[str, dict[str, int]] = defaultdict(dict)
     jobs_in: dict[str, set[str]] = defaultdict(set)
-    for pod in pods:
-        job = snapshot.jobs.get(pod.job)
-        leaf = _queue_of(snapshot, job) if job else snapshot.quota.leaf_for(pod.namespace)
-        for q in snapshot.quota.chain(leaf):
-            usage[q] = res.add(usage[q], pod.requests)
-            jobs_in[q].add(pod.job)
+    chains: dict[str, tuple[str, ...]] = {}
+    for (name, namespace), requests in per_job.items():
+        job = snapshot.jobs.get(name)
+        leaf = _queue_of(snapshot, job) if job else snapshot.quota.leaf_for(namespace)
+        if leaf not in chains:
+            chains[leaf] = snapshot.quota.chain(leaf)
+        for q in chains[leaf]:
+            usage[q] = res.add(usage[q], requests)
+            jobs_in[q].add(name)
     for q, names in jobs_in.items():
         usage[q][MAX_JOBS] = len(names)
     return usage

@@ -66,7 +66,10 @@ class JobModel:
 
     def option_index(self, size: int) -> int | None:
         """Index of the option for this size (None: not an option, e.g. a partial size now)."""
-        return next((k for k, o in enumerate(self.options) if o.size == size), None)
+        for k, o in enumerate(self.options):
+            if o.size == size:
+                return k
+        return None
 
     def option(self, size: int) -> SizeOption | None:
         k = self.option_index(size)

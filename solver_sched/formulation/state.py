@@ -47,11 +47,11 @@ class PlanState:
             for row in problem.quotas
         ]
 
-    def _usage(self, j: int, size: int) -> dict[str, int]:
+    def _usage(self, j: int, size: int) -> res.Resources:
         jm = self.problem.jobs[j]
         o = jm.option(size)
         if o is not None:
-            return dict(o.usage)
+            return o.usage  # shared, never mutated: res.add and res.sub copy
         job = self.snapshot.jobs[jm.name]  # a size that is no option: what runs now
         return res.total(p.requests for p in self.snapshot.running_pods(job))
 

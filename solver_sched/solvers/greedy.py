@@ -106,6 +106,10 @@ class _Victims:
                 for key in jobs[v].break_needs:
                     self.by_key.setdefault(key, []).append(v)
         self.gpus = {jm.name: {o.size: o.usage.get(res.GPU, 0) for o in jm.options} for jm in jobs}
+        self.taken = False  # whether victims were taken since the shrinkable list was pruned
+        self.smaller = {  # positive sizes a shrinkable job may take, largest first
+            v: sorted((o.size for o in jobs[v].options[1:]), reverse=True) for v in self.shrinkable
+        }
 
     def _held(self, v: int) -> int:
         jm = self.st.problem.jobs[v]
@@ -115,6 +119,11 @@ class _Victims:
         st, jobs = self.st, self.st.problem.jobs
         if st.resize(j, target):
             return True
+        if self.taken:  # sizes only go down while gangs start: a job at its smallest stays out
+            self.taken = False
+            self.shrinkable = [
+                v for v in self.shrinkable if st.size[jobs[v].name] > self.smaller[v][-1]
+            ]
         need = self.gpus[jobs[j].name][target] - self._held(j)
         blocked = {r for r, _ in st.quota_blocks(j, target, first_only=False)}
         rows = st.rows_of
@@ -149,8 +158,8 @@ class _Victims:
         def steps() -> Iterator[tuple[int, int]]:
             for v in self.shrinkable:
                 if helps(v):
-                    for o in sorted(jobs[v].options[1:], key=lambda o: -o.size):
-                        yield v, o.size
+                    for size in self.smaller[v]:
+                        yield v, size
             chosen = {v for key in fired for v in self.by_key.get(key, ())}
             for v in sorted(chosen, key=lambda v: (jobs[v].priority, jobs[v].name)):
                 if helps(v):
@@ -167,6 +176,7 @@ class _Victims:
             if not st.resize(v, size):
                 continue
             if st.nodes.gpus_free >= need and st.resize(j, target):
+                self.taken = True
                 return True
         st.rollback(mark)
         return False
