@@ -430,8 +430,8 @@ def _queue_usage(snapshot: ClusterSnapshot, pods: Iterable[Pod]) -> dict[str, di
     for pod in pods:
         key = (pod.job, pod.namespace)
         acc = per_job.setdefault(key, {})
-        for r, q in pod.requests.items():
-            acc[r] = acc.get(r, 0) + q
+        for r, qty in pod.requests.items():
+            acc[r] = acc.get(r, 0) + qty
     usage: dict[str, dict[str, int]] = defaultdict(dict)
     jobs_in: dict[str, set[str]] = defaultdict(set)
     chains: dict[str, tuple[str, ...]] = {}

@@ -87,7 +87,7 @@ class PlanState:
         return out
 
     def _row_block(
-        self, r: int, old: dict[str, int], new: dict[str, int], was_running: bool, size: int
+        self, r: int, old: res.Resources, new: res.Resources, was_running: bool, size: int
     ) -> str | None:
         row = self.problem.quotas[r]
         for name, cap in row.cap.items():
