@@ -106,6 +106,7 @@ class _Victims:
                 for key in jobs[v].break_needs:
                     self.by_key.setdefault(key, []).append(v)
         self.gpus = {jm.name: {o.size: o.usage.get(res.GPU, 0) for o in jm.options} for jm in jobs}
+        self.floor_rows = [r for r, row in enumerate(st.problem.quotas) if row.floor]
         self.taken = False  # whether victims were taken since the shrinkable list was pruned
         self.smaller = {  # positive sizes a shrinkable job may take, largest first
             v: sorted((o.size for o in jobs[v].options[1:]), reverse=True) for v in self.shrinkable
@@ -127,12 +128,19 @@ class _Victims:
         need = self.gpus[jobs[j].name][target] - self._held(j)
         blocked = {r for r, _ in st.quota_blocks(j, target, first_only=False)}
         rows = st.rows_of
+        quotas = st.problem.quotas
+        at_floor = {  # queues at their min: none of their jobs may shrink
+            r
+            for r in self.floor_rows
+            if any(st.usage[r].get(name, 0) <= f for name, f in quotas[r].floor.items())
+        }
 
         def helps(v: int) -> bool:  # under a blocking queue, only its own victims make room
             return (
                 v != j
                 and st.size[jobs[v].name] > 0
                 and (not blocked or bool(blocked.intersection(rows.get(v, ()))))
+                and not (at_floor and at_floor.intersection(rows.get(v, ())))
             )
 
         per_pod = max(
@@ -172,8 +180,10 @@ class _Victims:
                 break
             if size >= st.size[jobs[v].name] or not frees_a_slot(v, size):
                 continue
+            if st.quota_blocker(v, size) is not None:  # no node work yet: not counted
+                continue
             taken += 1
-            if not st.resize(v, size):
+            if not st.resize(v, size, check_quota=False):
                 continue
             if st.nodes.gpus_free >= need and st.resize(j, target):
                 self.taken = True
