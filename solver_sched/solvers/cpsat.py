@@ -17,6 +17,8 @@ PRESOLVE_ITERATIONS = 1
 PROBING_LEVEL = 0
 LIGHT_BELOW = 5.0
 
+_MIN, _MAX = -(2**63) + 1, 2**63 - 1  # an open side of a row (CP-SAT's int64 domain)
+
 _STATUS = {
     cp_model.OPTIMAL: SolveStatus.OPTIMAL,
     cp_model.FEASIBLE: SolveStatus.FEASIBLE,
@@ -36,27 +38,7 @@ def solve_cpsat(
 ) -> tuple[SolveStatus, list[int] | None, float | None, float | None, float, str]:
     """Returns status, values, objective, bound, wall seconds and a detail line."""
     start = time.perf_counter()
-    cp = cp_model.CpModel()
-    xs = [
-        cp.new_int_var(lb, ub, name)
-        for name, lb, ub in zip(model.names, model.lb, model.ub, strict=True)
-    ]
-    for con in model.constraints:
-        expr = cp_model.LinearExpr.weighted_sum(
-            [xs[v] for v, _ in con.terms], [c for _, c in con.terms]
-        )
-        if con.lo is not None and con.hi is not None and con.lo == con.hi:
-            cp.add(expr == con.lo).with_name(con.name)
-        else:
-            if con.lo is not None:
-                cp.add(expr >= con.lo).with_name(con.name)
-            if con.hi is not None:
-                cp.add(expr <= con.hi).with_name(con.name)
-    obj = model.objective()
-    cp.maximize(cp_model.LinearExpr.weighted_sum([xs[v] for v, _ in obj], [c for _, c in obj]))
-    if hint is not None:
-        for var, val in zip(xs, hint, strict=True):
-            cp.add_hint(var, val)
+    cp = _translate(model, hint)
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = max(0.01, time_limit)
     solver.parameters.num_workers = workers
@@ -70,9 +52,36 @@ def solve_cpsat(
     status = _STATUS.get(code, SolveStatus.NO_SOLUTION)
     seconds = time.perf_counter() - start
     detail = (
-        f"{len(xs)} vars, {len(model.constraints)} constraints, {solver.wall_time:.3f}s in search"
+        f"{len(model.names)} vars, {len(model.constraints)} constraints, {solver.wall_time:.3f}s in search"
     )
     if status in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE):
-        values = [int(solver.value(x)) for x in xs]
+        values = [int(x) for x in solver.response_proto.solution]
         return status, values, solver.objective_value, solver.best_objective_bound, seconds, detail
     return status, None, None, None, seconds, detail
+
+
+def _translate(model: LinearModel, hint: list[int] | None) -> cp_model.CpModel:
+    """The LinearModel written straight into the CP-SAT proto: one message per row, no expression
+    objects (the operator-overloading API costs 0.3 s per cycle at 10,000 rows)."""
+    cp = cp_model.CpModel()
+    proto = cp.proto
+    for name, lb, ub in zip(model.names, model.lb, model.ub, strict=True):
+        var = proto.variables.add()
+        var.name = name
+        var.domain.extend((lb, ub))
+    for con in model.constraints:
+        row = proto.constraints.add()
+        row.name = con.name
+        row.linear.vars.extend(v for v, _ in con.terms)
+        row.linear.coeffs.extend(c for _, c in con.terms)
+        lo = _MIN if con.lo is None else con.lo
+        hi = _MAX if con.hi is None else con.hi
+        row.linear.domain.extend((lo, hi))
+    obj = model.objective()  # maximised: the proto minimises, so negate and scale by -1
+    proto.objective.vars.extend(v for v, _ in obj)
+    proto.objective.coeffs.extend(-c for _, c in obj)
+    proto.objective.scaling_factor = -1
+    if hint is not None:
+        proto.solution_hint.vars.extend(range(len(hint)))
+        proto.solution_hint.values.extend(hint)
+    return cp

@@ -13,6 +13,7 @@ is also always a candidate plan, so the emitted plan is never worse than greedy'
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterator
 
 from solver_sched.domain import resources as res
@@ -100,17 +101,31 @@ class _Victims:
             and len(jobs[v].options) > 1
             and jobs[v].options[1].size < jobs[v].current
         ]
+        self.position = {v: i for i, v in enumerate(low_first)}
+        self.rows = {v: tuple(st.rows_of.get(v, ())) for v in low_first}
+        self.groups: dict[tuple[int, ...], list[int]] = {}  # shrinkable jobs by their queue rows
+        for v in self.shrinkable:
+            self.groups.setdefault(self.rows[v], []).append(v)
         self.by_key: dict[str, list[int]] = {}
         for v in low_first:
             if jobs[v].running_ok:
                 for key in jobs[v].break_needs:
                     self.by_key.setdefault(key, []).append(v)
+        self._merged: dict[frozenset[str], list[int]] = {}
         self.gpus = {jm.name: {o.size: o.usage.get(res.GPU, 0) for o in jm.options} for jm in jobs}
         self.floor_rows = [r for r, row in enumerate(st.problem.quotas) if row.floor]
         self.taken = False  # whether victims were taken since the shrinkable list was pruned
         self.smaller = {  # positive sizes a shrinkable job may take, largest first
             v: sorted((o.size for o in jobs[v].options[1:]), reverse=True) for v in self.shrinkable
         }
+
+    def _breakable(self, fired: frozenset[str]) -> list[int]:
+        """Gangs that one of the fired triggers lets a start break, lowest priority first."""
+        if fired not in self._merged:
+            jobs = self.st.problem.jobs
+            union = {v for key in fired for v in self.by_key.get(key, ())}
+            self._merged[fired] = sorted(union, key=lambda v: (jobs[v].priority, jobs[v].name))
+        return self._merged[fired]
 
     def _held(self, v: int) -> int:
         jm = self.st.problem.jobs[v]
@@ -122,12 +137,12 @@ class _Victims:
             return True
         if self.taken:  # sizes only go down while gangs start: a job at its smallest stays out
             self.taken = False
-            self.shrinkable = [
-                v for v in self.shrinkable if st.size[jobs[v].name] > self.smaller[v][-1]
-            ]
+            self.groups = {
+                rows: [v for v in group if st.size[jobs[v].name] > self.smaller[v][-1]]
+                for rows, group in self.groups.items()
+            }
         need = self.gpus[jobs[j].name][target] - self._held(j)
         blocked = {r for r, _ in st.quota_blocks(j, target, first_only=False)}
-        rows = st.rows_of
         quotas = st.problem.quotas
         at_floor = {  # queues at their min: none of their jobs may shrink
             r
@@ -135,13 +150,19 @@ class _Victims:
             if any(st.usage[r].get(name, 0) <= f for name, f in quotas[r].floor.items())
         }
 
-        def helps(v: int) -> bool:  # under a blocking queue, only its own victims make room
-            return (
-                v != j
-                and st.size[jobs[v].name] > 0
-                and (not blocked or bool(blocked.intersection(rows.get(v, ()))))
-                and not (at_floor and at_floor.intersection(rows.get(v, ())))
+        def rows_help(key: tuple[int, ...]) -> bool:
+            """Under a blocking queue only its own jobs make room; a queue at its min gives none."""
+            return (not blocked or bool(blocked.intersection(key))) and not (
+                at_floor and at_floor.intersection(key)
             )
+
+        useful = {key: rows_help(key) for key in self.groups}
+
+        def helps(v: int) -> bool:
+            key = self.rows[v]
+            if key not in useful:
+                useful[key] = rows_help(key)
+            return v != j and st.size[jobs[v].name] > 0 and useful[key]
 
         per_pod = max(
             (
@@ -164,12 +185,12 @@ class _Victims:
             return any(st.nodes.free[n].get(res.GPU, 0) + g >= per_pod for n, g in released.items())
 
         def steps() -> Iterator[tuple[int, int]]:
-            for v in self.shrinkable:
+            groups = [group for key, group in self.groups.items() if useful[key]]
+            for v in heapq.merge(*groups, key=self.position.__getitem__):  # lowest priority first
                 if helps(v):
                     for size in self.smaller[v]:
                         yield v, size
-            chosen = {v for key in fired for v in self.by_key.get(key, ())}
-            for v in sorted(chosen, key=lambda v: (jobs[v].priority, jobs[v].name)):
+            for v in self._breakable(frozenset(fired)):
                 if helps(v):
                     yield v, 0
 
