@@ -26,7 +26,6 @@ from solver_sched.formulation.problem import (
     Shape,
     SizeOption,
 )
-from solver_sched.formulation.sizes import change_to
 
 ANY_START = "any"  # trigger fired by any guaranteed gang starting
 MAX_TIER_WEIGHT = 2**20  # many distinct priorities share the top weight instead of overflowing
@@ -229,8 +228,7 @@ def _job_model(
     break_needs: tuple[str, ...],
 ) -> JobModel:
     job = st.job
-    options = [_option(snapshot, job, 0, shapes_of, class_of)]
-    options += [_option(snapshot, job, s, shapes_of, class_of) for s in st.sizes]
+    options = _options(st, (0, *st.sizes), shapes_of, class_of)
     wait_h = 0
     if st.starting and job.created is not None:
         wait_h = min(int((now - job.created).total_seconds() // 3600), weights.waiting_cap_hours)
@@ -254,38 +252,54 @@ def _job_model(
     )
 
 
-def _option(
-    snapshot: ClusterSnapshot,
-    job: Job,
-    size: int,
+def _options(
+    st: _JobState,
+    sizes: tuple[int, ...],
     shapes_of: Mapping[str, int],
     class_of: Mapping[str, int],
-) -> SizeOption:
-    change = change_to(snapshot, job, size)
-    new: dict[int, int] = defaultdict(int)
-    for pod in change.bind:
-        new[shapes_of[pod.name]] += 1
-    released: dict[int, dict[str, int]] = {}
-    for pod in change.evict:
-        cid = class_of.get(pod.node_name or "")
-        if cid is not None:
-            released[cid] = res.add(released.get(cid, {}), pod.requests)
-    kept = change.keep + change.bind
-    units = [res.value_units(p.requests) for p in kept]
-    return SizeOption(
-        size=size,
-        new=dict(new),
-        released=released,
-        usage=res.total(p.requests for p in kept),
-        guaranteed_units=sum(units[: job.min_pods]) if size >= job.min_pods else 0,
-        guaranteed_gpus=(
-            sum(p.requests.get(res.GPU, 0) for p in kept[: job.min_pods])
-            if size >= job.min_pods
-            else 0
-        ),
-        elastic_units=sum(units[job.min_pods :]),
-        evicted=len(change.evict),
-    )
+) -> list[SizeOption]:
+    """One SizeOption per size, in one pass over the job's pods.
+
+    At size s the job keeps a prefix of (running + waiting) in keep order (see ``change_to``): the
+    first s running pods, or all running plus the first s - len(running) waiting ones. Usage and
+    value are prefix sums; evicted pods are the running suffix past s."""
+    job, running = st.job, st.running
+    seq = running + st.waiting
+    cur = len(running)
+    if sizes and sizes[-1] > len(seq):
+        raise ValueError(f"job {job.name} has {len(seq)} pods, cannot run {sizes[-1]}")
+    units = [0]
+    gpus = [0]
+    usage: list[dict[str, int]] = [{}]
+    for pod in seq[: max(sizes, default=0)]:
+        units.append(units[-1] + res.value_units(pod.requests))
+        gpus.append(gpus[-1] + pod.requests.get(res.GPU, 0))
+        usage.append(res.add(usage[-1], pod.requests))
+    m = job.min_pods
+    out = []
+    for size in sizes:
+        new: dict[int, int] = defaultdict(int)
+        for pod in seq[cur:size]:
+            new[shapes_of[pod.name]] += 1
+        released: dict[int, dict[str, int]] = {}
+        for pod in running[size:]:
+            cid = class_of.get(pod.node_name or "")
+            if cid is not None:
+                released[cid] = res.add(released.get(cid, {}), pod.requests)
+        guaranteed = size >= m
+        out.append(
+            SizeOption(
+                size=size,
+                new=dict(new),
+                released=released,
+                usage=usage[size],
+                guaranteed_units=units[m] if guaranteed else 0,
+                guaranteed_gpus=gpus[m] if guaranteed else 0,
+                elastic_units=units[size] - units[m] if size > m else 0,
+                evicted=max(0, cur - size),
+            )
+        )
+    return out
 
 
 def _tier_weights(weights: ObjectiveWeights, priorities: Iterable[int]) -> dict[int, int]:

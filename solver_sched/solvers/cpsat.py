@@ -51,9 +51,8 @@ def solve_cpsat(
     code = solver.solve(cp)
     status = _STATUS.get(code, SolveStatus.NO_SOLUTION)
     seconds = time.perf_counter() - start
-    detail = (
-        f"{len(model.names)} vars, {len(model.constraints)} constraints, {solver.wall_time:.3f}s in search"
-    )
+    size = f"{len(model.names)} vars, {len(model.constraints)} constraints"
+    detail = f"{size}, {solver.wall_time:.3f}s in search"
     if status in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE):
         values = [int(x) for x in solver.response_proto.solution]
         return status, values, solver.objective_value, solver.best_objective_bound, seconds, detail
