@@ -41,6 +41,7 @@ def check(
         {p: pod.node_name for p, pod in snapshot.pods.items() if pod.bound and pod.node_name},
     )
     usage_after = _queue_usage(snapshot, after)
+    starts = _Starts(snapshot, started, usage_before)
     with_binds = {b.job for b in plan.binds}
     for name, job in snapshot.jobs.items():
         touched = before_size[name] != after_size[name] or name in with_binds
@@ -54,7 +55,7 @@ def check(
             before_size[name],
             after_size[name],
             evicted,
-            started,
+            starts,
             usage_before,
             now,
             priority_preemption,
@@ -144,7 +145,7 @@ def _job_rules(
     before: int,
     after: int,
     evicted: set[str],
-    started: list[str],
+    starts: _Starts,
     usage_before: dict[str, dict[str, int]],
     now: datetime,
     priority_preemption: bool,
@@ -166,26 +167,36 @@ def _job_rules(
         bad.append(f"job {name}: scales out {before} -> {after} during its cooldown")
     if not regular or after >= before:
         return
-    others = [s for s in started if s != name]
-    if after > 0 and not others:
+    # A job that shrinks or breaks ran at an allowed size, so it is not among the gangs starting.
+    if after > 0 and not starts.names:
         bad.append(f"job {name}: scaled in {before} -> {after} with no guaranteed gang starting")
     if after == 0:
         queue = _queue(snapshot, job)
-        ok = priority_preemption and any(
-            _queue(snapshot, snapshot.jobs[s]) == queue and snapshot.jobs[s].priority > job.priority
-            for s in others
-        )
+        ok = priority_preemption and starts.top_priority.get(queue, job.priority) > job.priority
         if not ok and queue_reclaim and _borrowing(snapshot, queue, usage_before):
-            ok = any(
-                _below_min(snapshot, _queue(snapshot, snapshot.jobs[s]), usage_before)
-                and _queue(snapshot, snapshot.jobs[s]) != queue
-                for s in others
-            )
+            ok = bool(starts.reclaiming - {queue})
         if not ok:
             bad.append(
                 f"job {name}: gang broken with no higher-priority gang of its queue "
                 f"(or reclaiming queue) starting"
             )
+
+
+class _Starts:
+    """The guaranteed gangs a plan starts, summarised once for the per-job break rules."""
+
+    def __init__(
+        self, snapshot: ClusterSnapshot, started: list[str], usage: dict[str, dict[str, int]]
+    ) -> None:
+        self.names = set(started)
+        self.top_priority: dict[str, int] = {}  # queue -> highest priority starting there
+        self.reclaiming: set[str] = set()  # queues below their min with a gang starting
+        for s in started:
+            job = snapshot.jobs[s]
+            queue = _queue(snapshot, job)
+            self.top_priority[queue] = max(self.top_priority.get(queue, job.priority), job.priority)
+            if _below_min(snapshot, queue, usage):
+                self.reclaiming.add(queue)
 
 
 def _queue(snapshot: ClusterSnapshot, job: Job) -> str:
@@ -203,16 +214,21 @@ def _below_min(snapshot: ClusterSnapshot, queue: str, usage: dict[str, dict[str,
 
 
 def _queue_usage(snapshot: ClusterSnapshot, placed: dict[str, str]) -> dict[str, dict[str, int]]:
+    per_job: dict[tuple[str, str], dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for pod_name in placed:  # summed per (job, namespace) first: the queue lookups run per job
+        pod: Pod = snapshot.pods[pod_name]
+        acc = per_job[(pod.job, pod.namespace)]
+        for r, n in pod.requests.items():
+            acc[r] += n
     usage: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     jobs: dict[str, set[str]] = defaultdict(set)
-    for pod_name in placed:
-        pod: Pod = snapshot.pods[pod_name]
-        job = snapshot.jobs.get(pod.job)
-        leaf = _queue(snapshot, job) if job else snapshot.quota.leaf_for(pod.namespace)
+    for (job_name, namespace), requests in per_job.items():
+        job = snapshot.jobs.get(job_name)
+        leaf = _queue(snapshot, job) if job else snapshot.quota.leaf_for(namespace)
         for q in snapshot.quota.chain(leaf):
-            for r, n in pod.requests.items():
+            for r, n in requests.items():
                 usage[q][r] += n
-            jobs[q].add(pod.job)
+            jobs[q].add(job_name)
     for q, names in jobs.items():
         usage[q][MAX_JOBS] = len(names)
     return usage
