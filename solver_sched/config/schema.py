@@ -56,6 +56,16 @@ class ObjectiveWeights(_Strict):
     )
     tiers: tuple[PriorityTier, ...] = Field(default=(), description="explicit priority tiers")
     gang_break: int = Field(default=500, alias="gangBreak", ge=0, le=10**9)
+    gang_start: int = Field(
+        default=2,
+        alias="gangStart",
+        ge=0,
+        le=64,
+        description=(
+            "a gang that starts is worth this many more guaranteed units of its tier: of two "
+            "ways to fill the same GPUs, the one that starts more gangs wins (shorter average wait)"
+        ),
+    )
     quota_min: int = Field(
         default=20000,
         alias="quotaMin",

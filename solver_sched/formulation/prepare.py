@@ -119,6 +119,7 @@ def prepare(
         clusters=tuple(sorted({n.cluster for n in snapshot.nodes.values()})),
         band=band,
         gang_break=weights.gang_break,
+        gang_start=weights.gang_start,
         elastic_weight=weights.elastic,
         eviction_weight=weights.elastic_eviction,
         packing_weight=weights.packing,
@@ -552,6 +553,7 @@ def _too_large(
     for jm in jobs:
         top += jm.tier_weight * max(o.guaranteed_units for o in jm.options)
         top += weights.waiting * jm.waiting_hours + weights.gang_break
+        top += jm.tier_weight * weights.gang_start
     top += weights.quota_min * sum(row.min_gpus for row in quotas)
     if (top + 1) * band >= MAX_OBJECTIVE:
         return (

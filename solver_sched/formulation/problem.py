@@ -101,6 +101,7 @@ class Problem:
     clusters: tuple[str, ...]
     band: int  # multiplier of the guaranteed band (> largest elastic band)
     gang_break: int
+    gang_start: int  # extra guaranteed units per gang started (times its tier weight)
     elastic_weight: int
     eviction_weight: int
     packing_weight: int

@@ -2,6 +2,7 @@
 
 Guaranteed band (times ``band`` > the largest elastic band, so rule 4 holds for any weights):
   guaranteed[tier]  tier_weight[j] * guaranteed_units[j,s] * y[j,s]
+  gang_start        gang_start * tier_weight[j] * run_j         (pending gangs only)
   waiting           waiting_weight * hours_waited[j] * run_j   (pending gangs only)
   gang_break        -gang_break * y[j,0]                       (running gangs broken)
   quota_min         quota_min_weight * u[q]                    (added by rules/quota.py)
@@ -28,6 +29,9 @@ def add(problem: Problem, model: LinearModel, v: Vars) -> None:
             f"guaranteed[priority={jm.priority}]",
             [(ys[k], jm.tier_weight * o.guaranteed_units) for k, o in enumerate(jm.options)],
         )
+        if jm.starting and problem.gang_start:
+            w = problem.gang_start * jm.tier_weight
+            model.term("guaranteed", "gang_start", [(y, w) for y in ys[1:]])
         if jm.starting and jm.waiting_hours:
             w = problem.waiting_weight * jm.waiting_hours
             model.term("guaranteed", "waiting", [(y, w) for y in ys[1:]])

@@ -2,8 +2,13 @@
 
 import pytest
 
-from solver_sched.config.schema import ConfigError, config_from_mapping
-from tests.support.builders import gang, node, other, plan, snapshot
+from solver_sched.config.schema import (
+    ConfigError,
+    ObjectiveWeights,
+    SchedulerConfig,
+    config_from_mapping,
+)
+from tests.support.builders import config, gang, node, other, plan, snapshot, workers_after
 
 
 def test_terms_are_named_and_valued() -> None:
@@ -28,7 +33,7 @@ def test_objective_is_band_times_guaranteed_plus_elastic() -> None:
     guaranteed = sum(
         v
         for k, v in result.terms.items()
-        if k.startswith(("guaranteed", "waiting", "gang_break", "quota_min"))
+        if k.startswith(("guaranteed", "waiting", "gang_break", "gang_start", "quota_min"))
     )
     elastic = sum(
         v for k, v in result.terms.items() if k in ("elastic", "elastic_eviction", "packing")
@@ -36,6 +41,28 @@ def test_objective_is_band_times_guaranteed_plus_elastic() -> None:
     assert result.stats.objective is not None
     band = (result.stats.objective - elastic) / guaranteed
     assert band == int(band) and band > abs(elastic)
+
+
+@pytest.mark.parametrize(("gang_start", "started"), [(0, {"big"}), (2, {"a", "b", "c"})])
+@pytest.mark.parametrize("backend", ["cpsat", "milp"])
+def test_gang_start_prefers_more_gangs_on_the_same_gpus(
+    backend: str, gang_start: int, started: set[str]
+) -> None:
+    # 4 free GPUs: one 4-GPU gang, or three 1-GPU gangs (one GPU left idle). Without the bonus the
+    # model keeps the GPU count (4 > 3); with it, three starts are worth 3 x (1 + 2) > 1 x (4 + 2).
+    snap = snapshot(
+        node("n", gpus=4),
+        gang("big", 4),
+        gang("a", 1),
+        gang("b", 1),
+        gang("c", 1),
+    )
+    base = config()
+    cfg = SchedulerConfig(weights=ObjectiveWeights(gang_start=gang_start), settings=base.settings)
+    result = plan(snap, backend, cfg=cfg)
+    after = workers_after(snap, result.plan)
+    assert {name.split("/")[1] for name, n in after.items() if n} == started
+    assert result.terms.get("gang_start", 0) == gang_start * 1000 * len(started)
 
 
 @pytest.mark.parametrize(
