@@ -3,6 +3,12 @@
     .venv/bin/python -m benchmarks.trace                 # ITP, Shockwave, ITP cluster04: < 1 min
     .venv/bin/python -m benchmarks.trace --with-philly   # adds a Philly sample
     .venv/bin/python -m benchmarks.trace --config w.yaml # solver-sched with other weights
+    .venv/bin/python -m benchmarks.trace --mapping one   # elastic min = 1 pod (ElasticFlow style)
+
+Elastic jobs are mapped as torchrun ``--nnodes=R:2R`` by default (``--mapping requested``): the
+trace's requested size R is the guaranteed min, and elastic pods up to 2R use idle GPUs.
+``--mapping one`` guarantees a single pod (min 1, max per trace): every arrival may then shrink
+running jobs to admit its one pod (rule 4), which is processor sharing.
 
 Writes benchmarks/results/trace/<study>/{results.json,jct_cdf.png,utilization.png} (git-ignored),
 prints one table per study and the targets of issue 4 checked against greedy gang FIFO (``fifo``)
@@ -13,7 +19,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +53,10 @@ STUDIES = (
         TraceOptions(jobs=300, load=1.0, start="864000", max_duration=24 * HOUR),
     ),
 )
+MAPPINGS = {  # elastic (min, max) factors of the requested size R; None: the trace's default max
+    "requested": (1.0, 2.0),
+    "one": (0.0, None),
+}
 PHILLY = Study(  # 300 jobs sampled from a week, 12x denser, on 32 GPUs; half the multi-GPU elastic
     "philly-32gpu-load12",
     "philly",
@@ -88,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--time-limit", type=float, default=2.0)
     p.add_argument("--policies", default=",".join(POLICIES))
     p.add_argument("--with-philly", action="store_true")
+    p.add_argument("--mapping", choices=sorted(MAPPINGS), default="requested")
     p.add_argument("--no-progress", action="store_true")
     args = p.parse_args(argv)
     try:
@@ -99,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     studies = STUDIES + ((PHILLY,) if args.with_philly else ())
     verdicts = {}
     for study in studies:
-        opts = TraceOptions(**{**study.opts.__dict__, "gpus": study.gpus})
+        low, high = MAPPINGS[args.mapping]
+        opts = replace(study.opts, gpus=study.gpus, min_factor=low, max_factor=high)
         jobs = load_trace(study.trace, opts)
         params = SimParams(gpus=study.gpus, cooldown=config.settings.cooldown)
         runs = run_policies(
@@ -114,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
             "arrival_span_h": jobs[-1].arrival / HOUR,
             "gpus": study.gpus,
             "load": study.opts.load,
+            "mapping": args.mapping,
             "backend": args.backend,
             "time_limit": args.time_limit,
             "weights": config.weights.model_dump(by_alias=True),
