@@ -25,8 +25,8 @@ from typing import Any
 
 from solver_sched.config.schema import ConfigError, SchedulerConfig, load_config
 from solver_sched.sim.model import SimParams
-from solver_sched.sim.policies import POLICIES
-from solver_sched.sim.report import plot, results, run_policies, table, write
+from solver_sched.sim.policies import POLICIES, parse_policies
+from solver_sched.sim.report import plot, results, run_meta, run_policies, table, write
 from solver_sched.sim.traces import TraceOptions, load_trace
 
 HOUR = 3600.0
@@ -106,7 +106,11 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"benchmarks.trace: {exc}", file=sys.stderr)
         return 2
-    policies = [x.strip() for x in args.policies.split(",") if x.strip()]
+    try:
+        policies = parse_policies(args.policies)
+    except ValueError as exc:
+        print(f"benchmarks.trace: {exc}", file=sys.stderr)
+        return 2
     studies = STUDIES + ((PHILLY,) if args.with_philly else ())
     verdicts = {}
     for study in studies:
@@ -117,19 +121,10 @@ def main(argv: list[str] | None = None) -> int:
         runs = run_policies(
             jobs, policies, params, config, args.backend, args.time_limit, not args.no_progress
         )
-        meta = {
+        meta = run_meta(study.trace, jobs, params, config, args.backend, args.time_limit) | {
             "study": study.name,
-            "trace": study.trace,
-            "jobs": len(jobs),
-            "elastic_jobs": sum(j.elastic for j in jobs),
-            "offered_gpu_hours": sum(j.work for j in jobs) / HOUR,
-            "arrival_span_h": jobs[-1].arrival / HOUR,
-            "gpus": study.gpus,
             "load": study.opts.load,
             "mapping": args.mapping,
-            "backend": args.backend,
-            "time_limit": args.time_limit,
-            "weights": config.weights.model_dump(by_alias=True),
         }
         data = results(runs, meta)
         out = args.out / study.name

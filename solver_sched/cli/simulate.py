@@ -10,8 +10,16 @@ from pathlib import Path
 from solver_sched.config.schema import ConfigError, SchedulerConfig, load_config
 from solver_sched.cycle import BACKENDS
 from solver_sched.sim.model import SimParams, Speedup
-from solver_sched.sim.policies import POLICIES
-from solver_sched.sim.report import BASELINE, plot, results, run_policies, table, write
+from solver_sched.sim.policies import POLICIES, parse_policies
+from solver_sched.sim.report import (
+    BASELINE,
+    plot,
+    results,
+    run_meta,
+    run_policies,
+    table,
+    write,
+)
 from solver_sched.sim.traces import TRACES, TraceOptions, load_trace
 
 
@@ -65,22 +73,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     s.add_argument("--no-plots", action="store_true")
 
 
-def policies_of(text: str) -> list[str]:
-    if text.strip() == "all":
-        return list(POLICIES)
-    names = [p.strip() for p in text.split(",") if p.strip()]
-    for n in names:
-        if n not in POLICIES and not (
-            n.startswith("solver-sched:") and n.split(":", 1)[1] in BACKENDS
-        ):
-            raise ValueError(f"unknown policy {n!r}; choose from {', '.join(POLICIES)}")
-    return names
-
-
 def run(args: argparse.Namespace) -> int:
     try:
         config = load_config(args.config) if args.config else SchedulerConfig()
-        policies = policies_of(args.policies)
+        policies = parse_policies(args.policies)
         opts = TraceOptions(
             jobs=args.jobs,
             load=args.load,
@@ -119,25 +115,10 @@ def run(args: argparse.Namespace) -> int:
     runs = run_policies(
         jobs, policies, params, config, args.backend, args.time_limit, not args.no_progress
     )
-    meta = {
-        "trace": args.trace,
-        "jobs": len(jobs),
-        "elastic_jobs": sum(j.elastic for j in jobs),
-        "offered_gpu_hours": sum(j.work for j in jobs) / 3600,
-        "arrival_span_h": jobs[-1].arrival / 3600,
-        "gpus": args.gpus,
-        "gpus_per_node": args.gpus_per_node,
+    meta = run_meta(args.trace, jobs, params, config, args.backend, args.time_limit) | {
         "load": args.load,
-        "interval": args.interval,
-        "checkpoint": args.checkpoint,
-        "restart_overhead": args.restart_overhead,
-        "cooldown": cooldown.total_seconds(),
-        "speedup_alpha": args.speedup_alpha,
-        "backend": args.backend,
-        "time_limit": args.time_limit,
         "seed": args.seed,
         "policies": policies,
-        "weights": config.weights.model_dump(by_alias=True),
     }
     data = results(runs, meta)
     write(data, args.out)

@@ -27,7 +27,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from solver_sched.config.schema import SchedulerConfig
-from solver_sched.cycle import run_cycle
+from solver_sched.cycle import BACKENDS, run_cycle
 from solver_sched.domain import resources as res
 from solver_sched.domain.cluster import Job, Node, Pod, PodPhase, SizePolicy
 from solver_sched.domain.snapshot import ClusterSnapshot
@@ -319,6 +319,19 @@ class SolverSchedPolicy:
         evictions = [p for e in result.plan.evictions for p in e.pods]
         solver = result.phases.get("solve", 0.0) if self.backend != "greedy" else 0.0
         return Decisions(binds, evictions, solver, bool(result.violations))
+
+
+def parse_policies(text: str) -> list[str]:
+    """``all`` or a comma-separated list of policy names (``solver-sched:<backend>`` allowed)."""
+    if text.strip() == "all":
+        return list(POLICIES)
+    names = [p.strip() for p in text.split(",") if p.strip()]
+    for n in names:
+        if n not in POLICIES and not (
+            n.startswith("solver-sched:") and n.split(":", 1)[1] in BACKENDS
+        ):
+            raise ValueError(f"unknown policy {n!r}; choose from {', '.join(POLICIES)}")
+    return names
 
 
 def make_policy(

@@ -34,6 +34,34 @@ def run_policies(
     return out
 
 
+def run_meta(
+    trace: str,
+    jobs: Sequence[TraceJob],
+    params: SimParams,
+    config: SchedulerConfig,
+    backend: str,
+    time_limit: float,
+) -> dict[str, Any]:
+    """What a results.json records about the run: the trace, the world and solver-sched's set-up."""
+    return {
+        "trace": trace,
+        "jobs": len(jobs),
+        "elastic_jobs": sum(j.elastic for j in jobs),
+        "offered_gpu_hours": sum(j.work for j in jobs) / 3600,
+        "arrival_span_h": jobs[-1].arrival / 3600 if jobs else 0.0,
+        "gpus": params.gpus,
+        "gpus_per_node": params.gpus_per_node,
+        "interval": params.interval,
+        "checkpoint": params.checkpoint_interval,
+        "restart_overhead": params.restart_overhead,
+        "cooldown": params.cooldown.total_seconds(),
+        "speedup_alpha": params.speedup.alpha,
+        "backend": backend,
+        "time_limit": time_limit,
+        "weights": config.weights.model_dump(by_alias=True),
+    }
+
+
 class _Bar:
     """A tqdm bar over finished jobs when tqdm is installed and wanted; otherwise nothing."""
 
