@@ -1,0 +1,38 @@
+"""Greedy's victim search: take-backs that a queue's min refuses cost nothing of its step budget."""
+
+import pytest
+
+from solver_sched.solvers import greedy
+from tests.support.builders import gang, node, plan, quota_tree, snapshot, workers_after
+
+
+def test_victims_in_a_queue_at_its_min_do_not_use_up_the_search(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Queue a borrows (6 GPUs in use, min 4): two of its three elastic jobs may shrink, then it sits
+    # at its min. Its jobs have the lowest priority, so they are tried first; the room the new gang
+    # needs comes from the third take-back, in queue b.
+    monkeypatch.setattr(greedy, "MAX_VICTIM_STEPS", 3)
+    tree = quota_tree(
+        {
+            "name": "root",
+            "children": [
+                {"name": "a", "namespaces": ["team-a"], "min": {"nvidia.com/gpu": "4"}},
+                {"name": "b", "namespaces": ["team-b"]},
+            ],
+        }
+    )
+    elastic = {"min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
+    snap = snapshot(
+        node("n", gpus=8),
+        tree,
+        *(gang(f"a{i}", 2, namespace="team-a", running_on=["n"] * 2, **elastic) for i in (1, 2, 3)),
+        gang("b1", 2, namespace="team-b", running_on=["n"] * 2, priority=10, **elastic),
+        gang("new", 3, namespace="team-b", priority=100),
+    )
+    result = plan(snap, "greedy")
+    assert result.violations == []
+    after = workers_after(snap, result.plan)
+    assert after["team-b/new"] == 3
+    assert sum(after[f"team-a/a{i}"] for i in (1, 2, 3)) == 4  # queue a keeps its min
+    assert after["team-b/b1"] == 1
