@@ -86,6 +86,23 @@ class PlanState:
                     break
         return out
 
+    def change_per_row(self, j: int, size: int) -> dict[int, dict[str, int]]:
+        """Per queue row of job j: the usage that moving it to size adds (negative: releases)."""
+        delta = res.sub(self._usage(j, size), self._usage(j, self.size[self.problem.jobs[j].name]))
+        return {r: delta for r in self.rows_of.get(j, ())}
+
+    def below_floor(self, j: int, size: int, credit: dict[int, dict[str, int]]) -> bool:
+        """Whether shrinking job j to size takes a queue below its floor, counting ``credit``
+        (usage about to arrive: the gang whose start the shrink makes room for)."""
+        old, new = self._usage(j, self.size[self.problem.jobs[j].name]), self._usage(j, size)
+        for r in self.rows_of.get(j, ()):
+            coming = credit.get(r, {})
+            for name, floor in self.problem.quotas[r].floor.items():
+                drop = old.get(name, 0) - new.get(name, 0)
+                if drop > 0 and self.usage[r].get(name, 0) - drop + coming.get(name, 0) < floor:
+                    return True
+        return False
+
     def _row_block(
         self, r: int, old: res.Resources, new: res.Resources, was_running: bool, size: int
     ) -> str | None:

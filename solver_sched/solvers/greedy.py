@@ -144,10 +144,14 @@ class _Victims:
         need = self.gpus[jobs[j].name][target] - self._held(j)
         blocked = {r for r, _ in st.quota_blocks(j, target, first_only=False)}
         quotas = st.problem.quotas
-        at_floor = {  # queues at their min: none of their jobs may shrink
+        coming = st.change_per_row(j, target)  # what the start adds to its own queues
+        at_floor = {  # queues at their min even with the start: none of their jobs may shrink
             r
             for r in self.floor_rows
-            if any(st.usage[r].get(name, 0) <= f for name, f in quotas[r].floor.items())
+            if any(
+                st.usage[r].get(name, 0) + coming.get(r, {}).get(name, 0) <= f
+                for name, f in quotas[r].floor.items()
+            )
         }
 
         def rows_help(key: tuple[int, ...]) -> bool:
@@ -201,7 +205,7 @@ class _Victims:
                 break
             if size >= st.size[jobs[v].name] or not frees_a_slot(v, size):
                 continue
-            if st.quota_blocker(v, size) is not None:  # no node work yet: not counted
+            if st.below_floor(v, size, coming):  # no node work yet: not counted
                 continue
             taken += 1
             if not st.resize(v, size, check_quota=False):

@@ -36,3 +36,30 @@ def test_victims_in_a_queue_at_its_min_do_not_use_up_the_search(
     assert after["team-b/new"] == 3
     assert sum(after[f"team-a/a{i}"] for i in (1, 2, 3)) == 4  # queue a keeps its min
     assert after["team-b/b1"] == 1
+
+
+def test_a_gang_may_replace_a_lower_priority_one_in_a_queue_at_its_min() -> None:
+    # Queue a borrows (6 GPUs, min 4). Breaking "low" alone would take it to 2, below its min, but
+    # the higher-priority gang of the same queue starting in its place brings it back to 6.
+    tree = quota_tree(
+        {
+            "name": "root",
+            "children": [
+                {"name": "a", "namespaces": ["team-a"], "min": {"nvidia.com/gpu": "4"}},
+                {"name": "b", "namespaces": ["team-b"]},
+            ],
+        }
+    )
+    snap = snapshot(
+        node("n", gpus=8),
+        tree,
+        gang("low", 4, namespace="team-a", running_on=["n"] * 4, priority=0),
+        gang("z-side", 2, namespace="team-a", running_on=["n"] * 2, priority=0),
+        gang("b1", 2, namespace="team-b", running_on=["n"] * 2, priority=0),
+        gang("hi", 4, namespace="team-a", priority=100),
+    )
+    for backend in ("greedy", "cpsat"):
+        result = plan(snap, backend)
+        assert result.violations == []
+        after = workers_after(snap, result.plan)
+        assert after == {"team-a/low": 0, "team-a/z-side": 2, "team-b/b1": 2, "team-a/hi": 4}
