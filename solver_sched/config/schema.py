@@ -96,6 +96,29 @@ class ObjectiveWeights(_Strict):
         return tuple(ordered)
 
     @model_validator(mode="after")
+    def _start_bonus_keeps_priorities(self) -> ObjectiveWeights:
+        """Per GPU, 1-GPU gangs of one tier are worth (1 + gangStart) x its weight, a large gang of
+        the next tier about its own weight: the step between tiers must cover the bonus, or small
+        low-priority gangs would outrank a large high-priority one."""
+        if not self.gang_start:
+            return self
+        need = 1 + self.gang_start
+        if self.tiers:
+            for low, high in itertools.pairwise(self.tiers):
+                if low.weight < high.weight < need * low.weight:
+                    raise ValueError(
+                        f"tier minPriority {high.min_priority} weighs {high.weight}, less than "
+                        f"(1 + gangStart) = {need} x {low.weight} of the tier below: small "
+                        f"lower-priority gangs would outrank it; raise it or lower gangStart"
+                    )
+        elif 1 < self.tier_factor < need:
+            raise ValueError(
+                f"gangStart {self.gang_start} needs tierFactor >= {need}: otherwise small "
+                f"lower-priority gangs would outrank a large higher-priority one"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _break_dominates_wait(self) -> ObjectiveWeights:
         if self.gang_break and self.waiting * self.waiting_cap_hours >= self.guaranteed:
             raise ValueError(

@@ -267,8 +267,8 @@ def _options(
     job, running = st.job, st.running
     seq = running + st.waiting
     cur = len(running)
-    if sizes and sizes[-1] > len(seq):
-        raise ValueError(f"job {job.name} has {len(seq)} pods, cannot run {sizes[-1]}")
+    if sizes and max(sizes) > len(seq):
+        raise ValueError(f"job {job.name} has {len(seq)} pods, cannot run {max(sizes)}")
     units = [0]
     gpus = [0]
     usage: list[dict[str, int]] = [{}]
@@ -553,7 +553,9 @@ def _too_large(
     for jm in jobs:
         top += jm.tier_weight * max(o.guaranteed_units for o in jm.options)
         top += weights.waiting * jm.waiting_hours + weights.gang_break
-        top += jm.tier_weight * weights.gang_start
+        top += (
+            jm.tier_weight * weights.gang_start * (1 + max(o.guaranteed_units for o in jm.options))
+        )
     top += weights.quota_min * sum(row.min_gpus for row in quotas)
     if (top + 1) * band >= MAX_OBJECTIVE:
         return (

@@ -65,6 +65,37 @@ def test_gang_start_prefers_more_gangs_on_the_same_gpus(
     assert result.terms.get("gang_start", 0) == gang_start * 1000 * len(started)
 
 
+@pytest.mark.parametrize("backend", ["cpsat", "milp"])
+def test_start_bonus_never_pays_for_a_break(backend: str) -> None:
+    # hi (priority 10) may break one priority-0 gang to start. Breaking the second one as well
+    # would make room for four 1-GPU priority-0 gangs: more start bonus, but a break that only
+    # equal-priority starts pay for is what the bonus must never buy.
+    snap = snapshot(
+        node("n", gpus=8),
+        gang("l1", 4, running_on=["n"] * 4, priority=0),
+        gang("l2", 4, running_on=["n"] * 4, priority=0),
+        gang("hi", 4, priority=10),
+        *(gang(f"s{i}", 1, priority=0) for i in range(4)),
+    )
+    result = plan(snap, backend)
+    assert result.violations == []
+    after = workers_after(snap, result.plan)
+    assert after["default/hi"] == 4
+    assert after["default/l1"] + after["default/l2"] == 4  # exactly one broken
+    assert all(after[f"default/s{i}"] == 0 for i in range(4))
+
+
+def test_start_bonus_never_outranks_priority() -> None:
+    # Eight 1-GPU priority-0 gangs or one 8-GPU priority-10 gang: the priority wins whatever the
+    # bonus the validation allows (tierFactor 4 admits gangStart up to 3).
+    snap = snapshot(
+        node("n", gpus=8), gang("big", 8, priority=10), *(gang(f"s{i}", 1) for i in range(8))
+    )
+    cfg = SchedulerConfig(weights=ObjectiveWeights(gang_start=3), settings=config().settings)
+    after = workers_after(snap, plan(snap, cfg=cfg).plan)
+    assert after["default/big"] == 8
+
+
 @pytest.mark.parametrize(
     ("weights", "field"),
     [
@@ -75,8 +106,20 @@ def test_gang_start_prefers_more_gangs_on_the_same_gpus(
         ),
         ({"waiting": 100, "waitingCapHours": 48}, "weights"),
         ({"unknownWeight": 1}, "weights.unknownWeight"),
+        ({"tierFactor": 2, "gangStart": 2}, "gangStart"),
+        (
+            {"tiers": [{"minPriority": 0, "weight": 10}, {"minPriority": 100, "weight": 20}]},
+            "gangStart",
+        ),
     ],
-    ids=["negative", "tier-order", "waiting-outweighs-placement", "unknown-field"],
+    ids=[
+        "negative",
+        "tier-order",
+        "waiting-outweighs-placement",
+        "unknown-field",
+        "start-bonus-over-tier-factor",
+        "start-bonus-over-tier-step",
+    ],
 )
 def test_bad_weights_are_rejected_naming_the_field(weights: dict[str, object], field: str) -> None:
     with pytest.raises(ConfigError) as err:
