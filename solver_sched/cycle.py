@@ -1,6 +1,7 @@
 """One scheduling cycle: snapshot -> problem -> solve -> plan -> check.
 
-Pure: no I/O, and the clock only through ``now`` (perf_counter measures phase durations).
+Pure: no I/O, and the clock only through ``now`` (perf_counter measures phase durations). The
+one process-wide effect is that the cyclic garbage collector is paused while a cycle runs.
 """
 
 from __future__ import annotations
@@ -64,13 +65,14 @@ def run_cycle(
 
     Python's cyclic garbage collector is paused for the cycle: its full passes over a large
     snapshot cost 15% of a cycle at M (measured in docs/benchmarks.md). The cycle's own garbage is
-    freed by reference counting or collected right after."""
-    paused = gc.isenabled()
+    freed by reference counting, or by the next automatic collection. The switch is process-wide:
+    other threads (metrics, probes) run without cyclic collection while a cycle runs."""
+    was_enabled = gc.isenabled()
     gc.disable()
     try:
         return _cycle(snapshot, config, now, backend, time_limit)
     finally:
-        if paused:
+        if was_enabled:
             gc.enable()
 
 

@@ -1,6 +1,8 @@
 """run_cycle on awkward inputs: every backend still emits a checked plan for the rest of the
 cluster (regressions found in review)."""
 
+import gc
+
 import pytest
 
 from tests.support.builders import gang, node, plan, pod, quota_tree, snapshot, workers_after
@@ -87,3 +89,13 @@ def test_many_distinct_priorities_do_not_overflow(backend: str) -> None:
     placed = workers_after(snapshot(objs), result.plan)
     assert sum(placed.values()) == 32
     assert all(placed[f"default/j{p}"] >= 1 for p in range(30))  # every guaranteed part runs
+
+
+def test_the_garbage_collector_is_back_on_after_a_cycle_even_one_that_raises() -> None:
+    snap = snapshot(node("n1", gpus=8), gang("g", 2))
+    assert gc.isenabled()
+    plan(snap, "cpsat")
+    assert gc.isenabled()
+    with pytest.raises(ValueError, match="unknown backend"):
+        plan(snap, "no-such-backend")
+    assert gc.isenabled()

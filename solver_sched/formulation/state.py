@@ -89,7 +89,7 @@ class PlanState:
     def change_per_row(self, j: int, size: int) -> dict[int, dict[str, int]]:
         """Per queue row of job j: the usage that moving it to size adds (negative: releases)."""
         delta = res.sub(self._usage(j, size), self._usage(j, self.size[self.problem.jobs[j].name]))
-        return {r: delta for r in self.rows_of.get(j, ())}
+        return {r: delta for r in self.rows_of.get(j, ())}  # one shared dict: read, never mutated
 
     def below_floor(self, j: int, size: int, credit: dict[int, dict[str, int]]) -> bool:
         """Whether shrinking job j to size takes a queue below its floor, counting ``credit``

@@ -70,6 +70,7 @@ def check(
         if len(clusters) > 1:
             bad.append(f"job {name}: spans clusters {sorted(clusters)}")
     _quota(snapshot, usage_before, usage_after, bad)
+    _quota_floor(snapshot, usage_before, usage_after, bad)
     return bad
 
 
@@ -232,6 +233,34 @@ def _queue_usage(snapshot: ClusterSnapshot, placed: dict[str, str]) -> dict[str,
     for q, names in jobs.items():
         usage[q][MAX_JOBS] = len(names)
     return usage
+
+
+def _quota_floor(
+    snapshot: ClusterSnapshot,
+    before: dict[str, dict[str, int]],
+    after: dict[str, dict[str, int]],
+    bad: list[str],
+) -> None:
+    """A queue using more than its min keeps at least its min (or what it used, if less, once the
+    gangs that must change anyway are left out): reclaim and preemption take only what it
+    borrows."""
+    forced = _queue_usage(  # partial gangs and irregular sizes: they change whatever the floor
+        snapshot,
+        {
+            p: snapshot.pods[p].node_name or ""
+            for job in snapshot.jobs.values()
+            if not job.invalid
+            and not job.succeeded
+            and len(running := snapshot.running_pods(job)) not in job.allowed_sizes()
+            for p in (pod.name for pod in running)
+        },
+    )
+    for name, q in sorted(snapshot.quota.queues.items()):
+        for r, m in sorted(q.min.items()):
+            b, a = before[name].get(r, 0), after[name].get(r, 0)
+            floor = min(m, b - forced[name].get(r, 0))
+            if b > m and a < floor:
+                bad.append(f"queue {name}: {r} {a} in use < {floor}, its min {m} (borrowing {b})")
 
 
 def _quota(

@@ -81,6 +81,8 @@ def _translate(model: LinearModel, hint: list[int] | None) -> cp_model.CpModel:
     proto.objective.coeffs.extend(-c for _, c in obj)
     proto.objective.scaling_factor = -1
     if hint is not None:
+        if len(hint) != len(model.names):
+            raise ValueError(f"hint has {len(hint)} values for {len(model.names)} variables")
         proto.solution_hint.vars.extend(range(len(hint)))
         proto.solution_hint.values.extend(hint)
     return cp

@@ -40,5 +40,7 @@ def test_options_match_change_to(seed: int) -> None:
             full = o.size >= job.min_pods
             assert o.guaranteed_units == (sum(units[: job.min_pods]) if full else 0)
             assert o.elastic_units == sum(units[job.min_pods :])
+            gpus = sum(p.requests.get(res.GPU, 0) for p in kept[: job.min_pods])
+            assert o.guaranteed_gpus == (gpus if full else 0)
             checked += 1
     assert checked > 50  # the instance has jobs with several sizes, running and pending

@@ -119,6 +119,28 @@ CASES: list[tuple[str, ClusterSnapshot, Plan, str]] = [
         "max 2",
     ),
     (
+        "reclaim below a queue's min",
+        snapshot(
+            node("a", gpus=6),
+            quota_tree(
+                {
+                    "name": "root",
+                    "children": [
+                        {"name": "qa", "namespaces": ["default"], "min": {"nvidia.com/gpu": "4"}},
+                        {"name": "qb", "namespaces": ["team-b"], "min": {"nvidia.com/gpu": "4"}},
+                    ],
+                }
+            ),
+            *(gang(f"a{i}", 2, running_on=["a"] * 2) for i in range(3)),
+            gang("bg", 6, namespace="team-b"),
+        ),
+        Plan(  # qa borrows 2 GPUs, yet all 6 go to qb
+            evictions=tuple(evict(f"a{i}", f"a{i}-worker-0", f"a{i}-worker-1") for i in range(3)),
+            binds=tuple(BindPod(f"team-b/bg-worker-{i}", "a", "team-b/bg") for i in range(6)),
+        ),
+        "its min 4",
+    ),
+    (
         "power of two",
         snapshot(
             node("a", gpus=8), gang("el", 8, min_member=2, max_member=8, size_policy="power-of-two")

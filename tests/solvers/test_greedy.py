@@ -63,3 +63,34 @@ def test_a_gang_may_replace_a_lower_priority_one_in_a_queue_at_its_min() -> None
         assert result.violations == []
         after = workers_after(snap, result.plan)
         assert after == {"team-a/low": 0, "team-a/z-side": 2, "team-b/b1": 2, "team-a/hi": 4}
+
+
+def test_a_partial_gang_that_cannot_complete_is_released_before_other_starts() -> None:
+    # Queue b borrows (4 GPUs, min 2), 2 of them held by g2, a partial gang that cannot complete.
+    # It goes whatever the floor says, so no other start may count on its GPUs: breaking g1 for
+    # g0 would leave b at 1 GPU once g2 is released. Found by the property tests (600 examples).
+    tree = quota_tree(
+        {
+            "name": "root",
+            "children": [
+                {
+                    "name": "b",
+                    "namespaces": ["team-b"],
+                    "min": {"nvidia.com/gpu": "2"},
+                    "max": {"nvidia.com/gpu": "2"},
+                },
+            ],
+        }
+    )
+    snap = snapshot(
+        node("n0", gpus=4),
+        tree,
+        gang("g0", 1, namespace="team-b", priority=100),
+        gang("g1", 1, namespace="team-b", gpus=2, running_on=["n0"]),
+        gang("g2", 2, namespace="team-b", gpus=2, running_on=["n0", None]),
+        gang("g3", 1, gpus=1),
+    )
+    result = plan(snap, "greedy")
+    assert result.violations == []
+    after = workers_after(snap, result.plan)
+    assert after == {"team-b/g0": 1, "team-b/g1": 1, "team-b/g2": 0, "default/g3": 1}
