@@ -70,7 +70,6 @@ def check(
         if len(clusters) > 1:
             bad.append(f"job {name}: spans clusters {sorted(clusters)}")
     _quota(snapshot, usage_before, usage_after, bad)
-    _quota_floor(snapshot, usage_before, usage_after, bad)
     return bad
 
 
@@ -235,15 +234,15 @@ def _queue_usage(snapshot: ClusterSnapshot, placed: dict[str, str]) -> dict[str,
     return usage
 
 
-def _quota_floor(
+def _quota(
     snapshot: ClusterSnapshot,
     before: dict[str, dict[str, int]],
     after: dict[str, dict[str, int]],
     bad: list[str],
 ) -> None:
-    """A queue using more than its min keeps at least its min (or what it used, if less, once the
-    gangs that must change anyway are left out): reclaim and preemption take only what it
-    borrows."""
+    """Max: no queue grows past its max (a lowered max stops growth, it evicts nothing). Min: a
+    queue using more than its min keeps at least its min, or what it used if less once the gangs
+    that must change anyway are left out, so reclaim and preemption take only what it borrows."""
     forced = _queue_usage(  # partial gangs and irregular sizes: they change whatever the floor
         snapshot,
         {
@@ -256,20 +255,6 @@ def _quota_floor(
         },
     )
     for name, q in sorted(snapshot.quota.queues.items()):
-        for r, m in sorted(q.min.items()):
-            b, a = before[name].get(r, 0), after[name].get(r, 0)
-            floor = min(m, b - forced[name].get(r, 0))
-            if b > m and a < floor:
-                bad.append(f"queue {name}: {r} {a} in use < {floor}, its min {m} (borrowing {b})")
-
-
-def _quota(
-    snapshot: ClusterSnapshot,
-    before: dict[str, dict[str, int]],
-    after: dict[str, dict[str, int]],
-    bad: list[str],
-) -> None:
-    for name, q in sorted(snapshot.quota.queues.items()):
         limits = dict(q.max)
         if q.max_jobs is not None:
             limits[MAX_JOBS] = q.max_jobs
@@ -277,3 +262,8 @@ def _quota(
             a, b = after[name].get(r, 0), before[name].get(r, 0)
             if a > max(m, b):
                 bad.append(f"queue {name}: {r} {a} in use > max {m}")
+        for r, m in sorted(q.min.items()):
+            b, a = before[name].get(r, 0), after[name].get(r, 0)
+            floor = min(m, b - forced[name].get(r, 0))
+            if b > m and a < floor:
+                bad.append(f"queue {name}: {r} {a} in use < {floor}, its min {m} (borrowing {b})")
