@@ -192,39 +192,37 @@ class GreedyElasticPolicy:
         evicted: dict[str, list[str]],
         shrunk: set[str],
     ) -> list[tuple[str, str]] | None:
-        """Halve running elastic jobs (largest first) until ``job``'s min fits; roll back if not."""
-        saved_free, saved_size = dict(free.free), dict(size)
-        saved_ev = {k: list(v) for k, v in evicted.items()}
-        saved_shrunk = set(shrunk)
+        """Halve running elastic jobs (largest first) until ``job``'s min fits. Works on a trial
+        copy and commits it only when the min fits; otherwise nothing changes."""
+        trial = _Free(free.free)
+        cut: dict[str, int] = {}  # victim -> its size in the trial
+        gone: dict[str, list[str]] = {}  # victim -> pods the trial evicts
         want = _pending(job, job.min_pods)
+        candidates = [v for v in state.active() if v.elastic and v.running and v.name != job.name]
         while True:
-            victims = [
-                v
-                for v in state.active()
-                if v.elastic and v.running and size[v.name] > v.min_pods and v.name != job.name
-            ]
+            victims = [v for v in candidates if cut.get(v.name, size[v.name]) > v.min_pods]
             if not victims:
-                break
-            v = max(victims, key=lambda v: (size[v.name] * v.spec.gpus_per_pod, v.spec.arrival))
-            smaller = max(s for s in v.allowed_sizes() if s < size[v.name])
-            for i in range(smaller, size[v.name]):
+                return None
+            v = max(
+                victims,
+                key=lambda v: (cut.get(v.name, size[v.name]) * v.spec.gpus_per_pod, v.spec.arrival),
+            )
+            now_size = cut.get(v.name, size[v.name])
+            smaller = max(s for s in v.allowed_sizes() if s < now_size)
+            for i in range(smaller, now_size):
                 node = v.node_of[i]
                 if node is not None:
-                    free.free[node] += v.spec.gpus_per_pod
-                    evicted.setdefault(v.name, []).append(v.pods[i])
-            size[v.name] = smaller
-            shrunk.add(v.name)
-            placed = free.best_fit(want, job.spec.gpus_per_pod)
+                    trial.free[node] += v.spec.gpus_per_pod
+                    gone.setdefault(v.name, []).append(v.pods[i])
+            cut[v.name] = smaller
+            placed = trial.best_fit(want, job.spec.gpus_per_pod)
             if placed is not None:
+                free.free = trial.free
+                size.update(cut)
+                shrunk.update(cut)
+                for name, pods in gone.items():
+                    evicted.setdefault(name, []).extend(pods)
                 return placed
-        free.free = saved_free
-        size.clear()
-        size.update(saved_size)
-        evicted.clear()
-        evicted.update(saved_ev)
-        shrunk.clear()
-        shrunk.update(saved_shrunk)
-        return None
 
 
 class SnapshotBuilder:
