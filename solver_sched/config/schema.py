@@ -57,7 +57,7 @@ class ObjectiveWeights(_Strict):
     tiers: tuple[PriorityTier, ...] = Field(default=(), description="explicit priority tiers")
     gang_break: int = Field(default=500, alias="gangBreak", ge=0, le=10**9)
     gang_start: int = Field(
-        default=2,
+        default=0,
         alias="gangStart",
         ge=0,
         le=64,

@@ -8,6 +8,7 @@ model small on large, mostly-settled clusters.
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -119,7 +120,7 @@ def prepare(
         clusters=tuple(sorted({n.cluster for n in snapshot.nodes.values()})),
         band=band,
         gang_break=weights.gang_break,
-        gang_start=weights.gang_start,
+        gang_start=weights.gang_start if _bonus_keeps_tiers(tier, weights.gang_start) else 0,
         elastic_weight=weights.elastic,
         eviction_weight=weights.elastic_eviction,
         packing_weight=weights.packing,
@@ -301,6 +302,14 @@ def _options(
             )
         )
     return out
+
+
+def _bonus_keeps_tiers(tier: Mapping[int, int], gang_start: int) -> bool:
+    """Whether every step between the tiers present covers the start bonus. Validation ensures it
+    for the configured factor; past MAX_TIER_WEIGHT the top tiers are squeezed together, and then
+    the bonus is left out for the cycle rather than let small gangs outrank higher priorities."""
+    weights = sorted(set(tier.values()))
+    return all(high >= (1 + gang_start) * low for low, high in itertools.pairwise(weights))
 
 
 def _tier_weights(weights: ObjectiveWeights, priorities: Iterable[int]) -> dict[int, int]:
@@ -553,9 +562,7 @@ def _too_large(
     for jm in jobs:
         top += jm.tier_weight * max(o.guaranteed_units for o in jm.options)
         top += weights.waiting * jm.waiting_hours + weights.gang_break
-        top += (
-            jm.tier_weight * weights.gang_start * (1 + max(o.guaranteed_units for o in jm.options))
-        )
+        top += jm.tier_weight * weights.gang_start
     top += weights.quota_min * sum(row.min_gpus for row in quotas)
     if (top + 1) * band >= MAX_OBJECTIVE:
         return (

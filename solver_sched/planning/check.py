@@ -250,6 +250,7 @@ def _quota(
             for job in snapshot.jobs.values()
             if not job.invalid
             and not job.succeeded
+            and not snapshot.quota.invalid_in_chain(_queue(snapshot, job))
             and len(running := snapshot.running_pods(job)) not in job.allowed_sizes()
             for p in (pod.name for pod in running)
         },

@@ -1,9 +1,9 @@
 """Greedy backend: queue/priority-ordered, gang at a time (the shape of Volcano's allocate action).
 
 1. Jobs at a size their policy no longer allows shrink to the largest allowed size below.
-2. Gangs to start -- partial gangs that cannot complete even now are released first; then those
-   of queues below their min (reclaim), then the rest -- highest priority first, then longest
-   waiting: place the
+2. Gangs to start -- partial gangs first (completed in place where they fit, else released); then
+   those of queues below their min (reclaim), then the rest -- highest priority first, then
+   longest waiting: place the
    guaranteed part best-fit; if it does not fit, take victims one at a time (elastic surplus of any
    job first, then whole gangs its start may preempt, lowest priority first) until it fits, or roll
    everything back. A partial gang that cannot be completed is evicted.
@@ -53,9 +53,9 @@ def greedy_plan(snapshot: ClusterSnapshot, problem: Problem) -> PlanState:
             st.resize(j, max(below, default=0))
     leaf_row = {row.queue: r for r, row in enumerate(problem.quotas) if row.min_gpus}
     decided: set[int] = set()
-    # 2. Gangs to start. First, partial gangs that cannot complete even now are released: they
-    # go whatever the queue floors say, so no other start may count on what they hold. Then the
-    # gangs of queues below their min (reclaim), then the rest.
+    # 2. Gangs to start. First, partial gangs are completed where they can be now, or released:
+    # a partial gang goes whatever the queue floors say, so it is settled before any other start
+    # counts on a floor's slack. Then the gangs of queues below their min (reclaim), the rest.
     for phase in ("partial", "reclaim", "rest"):
         for j in order:
             jm = jobs[j]
@@ -67,12 +67,9 @@ def greedy_plan(snapshot: ClusterSnapshot, problem: Problem) -> PlanState:
             target = min(
                 (o.size for o in jm.options if o.size >= jm.current and o.size > 0), default=None
             )
-            if phase == "partial" and target is not None:
-                mark = st.mark()
-                if st.resize(j, target):
-                    st.rollback(mark)  # it can complete: decided in its turn below
-                    continue
             decided.add(j)  # tried once: the cluster only gets fuller after this
+            if phase == "partial" and target is not None and st.resize(j, target):
+                continue  # completed in place, without victims
             if (
                 phase == "partial"
                 or target is None

@@ -94,3 +94,31 @@ def test_a_partial_gang_that_cannot_complete_is_released_before_other_starts() -
     assert result.violations == []
     after = workers_after(snap, result.plan)
     assert after == {"team-b/g0": 1, "team-b/g1": 1, "team-b/g2": 0, "default/g3": 1}
+
+
+def test_a_partial_gang_is_settled_before_a_reclaim_counts_on_its_gpus() -> None:
+    # Queue y borrows (min 6) and holds 2 of its GPUs in p, a partial gang that fits if completed
+    # now. Deciding p after x's reclaim took a victim would leave y below its min with p stuck at
+    # 2 pods: the checker rejected that plan every cycle (found in review).
+    tree = quota_tree(
+        {
+            "name": "root",
+            "children": [
+                {"name": "y", "namespaces": ["team-y"], "min": {"nvidia.com/gpu": "6"}},
+                {"name": "x", "namespaces": ["team-x"], "min": {"nvidia.com/gpu": "4"}},
+            ],
+        }
+    )
+    snap = snapshot(
+        node("n0", gpus=8),
+        node("n1", gpus=2),
+        tree,
+        gang("l", 4, namespace="team-y", running_on=["n0"] * 4),
+        gang("k", 2, namespace="team-y", running_on=["n0"] * 2),
+        gang("p", 4, namespace="team-y", running_on=["n1", "n1", None, None]),
+        gang("a", 4, namespace="team-x"),
+    )
+    result = plan(snap, "greedy")
+    assert result.violations == []
+    after = workers_after(snap, result.plan)
+    assert after["team-y/p"] in (0, 4)

@@ -2,8 +2,7 @@
 
 Guaranteed band (times ``band`` > the largest elastic band, so rule 4 holds for any weights):
   guaranteed[tier]  tier_weight[j] * guaranteed_units[j,s] * y[j,s]
-  gang_start        gang_start * tier_weight[j] * run_j         (pending gangs)
-                    -gang_start * tier_weight[j] * gu[j,cur] * y[j,0]  (running gangs broken)
+  gang_start        gang_start * tier_weight[j] * run_j         (pending gangs only)
   waiting           waiting_weight * hours_waited[j] * run_j   (pending gangs only)
   gang_break        -gang_break * y[j,0]                       (running gangs broken)
   quota_min         quota_min_weight * u[q]                    (added by rules/quota.py)
@@ -33,14 +32,6 @@ def add(problem: Problem, model: LinearModel, v: Vars) -> None:
         if jm.starting and problem.gang_start:
             w = problem.gang_start * jm.tier_weight
             model.term("guaranteed", "gang_start", [(y, w) for y in ys[1:]])
-        if jm.running_ok and problem.gang_start:
-            # Breaking a gang forfeits the most start bonus its GPUs could buy at its tier (one
-            # 1-unit gang per unit), so a break licensed by a higher-priority start never pays
-            # for itself with equal- or lower-priority starts.
-            now = jm.option(jm.current)
-            units = now.guaranteed_units if now is not None else 0
-            w = problem.gang_start * jm.tier_weight * units
-            model.term("guaranteed", "gang_start", [(ys[0], -w)])
         if jm.starting and jm.waiting_hours:
             w = problem.waiting_weight * jm.waiting_hours
             model.term("guaranteed", "waiting", [(y, w) for y in ys[1:]])

@@ -8,7 +8,16 @@ from solver_sched.config.schema import (
     SchedulerConfig,
     config_from_mapping,
 )
-from tests.support.builders import config, gang, node, other, plan, snapshot, workers_after
+from tests.support.builders import (
+    config,
+    gang,
+    node,
+    other,
+    plan,
+    quota_tree,
+    snapshot,
+    workers_after,
+)
 
 
 def test_terms_are_named_and_valued() -> None:
@@ -65,11 +74,16 @@ def test_gang_start_prefers_more_gangs_on_the_same_gpus(
     assert result.terms.get("gang_start", 0) == gang_start * 1000 * len(started)
 
 
+def _with_start_bonus(gang_start: int) -> SchedulerConfig:
+    return SchedulerConfig(
+        weights=ObjectiveWeights(gang_start=gang_start), settings=config().settings
+    )
+
+
 @pytest.mark.parametrize("backend", ["cpsat", "milp"])
-def test_start_bonus_never_pays_for_a_break(backend: str) -> None:
-    # hi (priority 10) may break one priority-0 gang to start. Breaking the second one as well
-    # would make room for four 1-GPU priority-0 gangs: more start bonus, but a break that only
-    # equal-priority starts pay for is what the bonus must never buy.
+def test_by_default_a_higher_priority_start_breaks_only_what_it_needs(backend: str) -> None:
+    # hi (priority 10) may break one priority-0 gang. Breaking the second one as well would only
+    # make room for four 1-GPU priority-0 gangs: equal priority never preempts.
     snap = snapshot(
         node("n", gpus=8),
         gang("l1", 4, running_on=["n"] * 4, priority=0),
@@ -85,14 +99,57 @@ def test_start_bonus_never_pays_for_a_break(backend: str) -> None:
     assert all(after[f"default/s{i}"] == 0 for i in range(4))
 
 
+@pytest.mark.parametrize("backend", ["cpsat", "milp"])
+def test_start_bonus_keeps_preemption_and_reclaim(backend: str) -> None:
+    # With the bonus on, a higher-priority gang still preempts a larger lower-priority one, and a
+    # queue below its min still reclaims from a borrowing queue.
+    preempt = snapshot(
+        node("n", gpus=8), gang("low", 8, running_on=["n"] * 8), gang("hi", 4, priority=100)
+    )
+    after = workers_after(preempt, plan(preempt, backend, cfg=_with_start_bonus(2)).plan)
+    assert after == {"default/low": 0, "default/hi": 4}
+    tree = quota_tree(
+        {
+            "name": "root",
+            "children": [
+                {"name": "x", "namespaces": ["team-x"], "min": {"nvidia.com/gpu": "1"}},
+                {"name": "y", "namespaces": ["team-y"], "min": {"nvidia.com/gpu": "1"}},
+            ],
+        }
+    )
+    reclaim = snapshot(
+        node("n", gpus=8),
+        tree,
+        gang("big", 7, namespace="team-y", running_on=["n"] * 7),
+        gang("keep", 1, namespace="team-y", running_on=["n"]),
+        gang("small", 1, namespace="team-x"),
+    )
+    after = workers_after(reclaim, plan(reclaim, backend, cfg=_with_start_bonus(2)).plan)
+    assert after["team-x/small"] == 1  # reclaimed: the 1-GPU gang of y is the cheaper victim
+    assert after == {"team-y/big": 7, "team-y/keep": 0, "team-x/small": 1}
+
+
+def test_start_bonus_is_left_out_when_capped_tiers_cannot_carry_it() -> None:
+    # Seven distinct priorities: past MAX_TIER_WEIGHT the top tiers weigh almost the same, so the
+    # bonus would let eight 1-GPU priority-500 gangs outrank one 8-GPU priority-600 gang.
+    fillers = [gang(f"f{p}", 1, gpus=9, priority=p) for p in (0, 100, 200, 300, 400)]
+    snap = snapshot(
+        node("n", gpus=8),
+        *fillers,
+        gang("big", 8, priority=600),
+        *(gang(f"s{i}", 1, priority=500) for i in range(8)),
+    )
+    after = workers_after(snap, plan(snap, cfg=_with_start_bonus(2)).plan)
+    assert after["default/big"] == 8
+
+
 def test_start_bonus_never_outranks_priority() -> None:
     # Eight 1-GPU priority-0 gangs or one 8-GPU priority-10 gang: the priority wins whatever the
     # bonus the validation allows (tierFactor 4 admits gangStart up to 3).
     snap = snapshot(
         node("n", gpus=8), gang("big", 8, priority=10), *(gang(f"s{i}", 1) for i in range(8))
     )
-    cfg = SchedulerConfig(weights=ObjectiveWeights(gang_start=3), settings=config().settings)
-    after = workers_after(snap, plan(snap, cfg=cfg).plan)
+    after = workers_after(snap, plan(snap, cfg=_with_start_bonus(3)).plan)
     assert after["default/big"] == 8
 
 
@@ -108,7 +165,10 @@ def test_start_bonus_never_outranks_priority() -> None:
         ({"unknownWeight": 1}, "weights.unknownWeight"),
         ({"tierFactor": 2, "gangStart": 2}, "gangStart"),
         (
-            {"tiers": [{"minPriority": 0, "weight": 10}, {"minPriority": 100, "weight": 20}]},
+            {
+                "gangStart": 2,
+                "tiers": [{"minPriority": 0, "weight": 10}, {"minPriority": 100, "weight": 20}],
+            },
             "gangStart",
         ),
     ],
