@@ -7,6 +7,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -88,8 +89,12 @@ def test_partial_gang_is_rolled_back_after_its_timeout(
     controller = start_controller(fault=fault)
     wait_for("rolled back", lambda: kube.bound("default", "g-") == 0, timeout=30)
     assert controller.metrics.rollbacks._value.get() >= 1
-    events = [e for e in kube.events("default", "g") if e["reason"] == "RolledBack"]
-    assert events and events[0]["type"] == "Warning"
+
+    def rolled_back() -> list[dict[str, Any]]:  # posted right after the evictions: may lag them
+        return [e for e in kube.events("default", "g") if e["reason"] == "RolledBack"]
+
+    wait_for("the RolledBack event", lambda: bool(rolled_back()), timeout=10)
+    assert rolled_back()[0]["type"] == "Warning"
 
 
 def test_leader_failover(kube: Kube, start_controller: Callable[..., Controller]) -> None:
