@@ -37,7 +37,10 @@ def test_gang_8_on_5(kube: Kube, start_controller: Callable[..., Controller]) ->
     assert "needs 8" in msg
     reasons = {e["reason"] for e in kube.events("default", "big")}
     assert "Unschedulable" in reasons
-    assert any(e["reason"] == "Scheduled" for e in kube.events("default", "small"))
+    wait_for(  # posted once the binds are done: may lag the pods
+        "small's Scheduled event",
+        lambda: any(e["reason"] == "Scheduled" for e in kube.events("default", "small")),
+    )
 
 
 def test_elastic_fill(kube: Kube, start_controller: Callable[..., Controller]) -> None:
