@@ -86,6 +86,10 @@ class PlanState:
                     break
         return out
 
+    def held(self, j: int) -> res.Resources:
+        """What job j holds at its tentative size (running pods for a size that is no option)."""
+        return self._usage(j, self.size[self.problem.jobs[j].name])
+
     def change_per_row(self, j: int, size: int) -> dict[int, dict[str, int]]:
         """Per queue row of job j: the usage that moving it to size adds (negative: releases)."""
         delta = res.sub(self._usage(j, size), self._usage(j, self.size[self.problem.jobs[j].name]))

@@ -1,9 +1,8 @@
 """Greedy backend: queue/priority-ordered, gang at a time (the shape of Volcano's allocate action).
 
 1. Jobs at a size their policy no longer allows shrink to the largest allowed size below.
-2. Gangs to start -- partial gangs first (completed in place where they fit, else released); then
-   those of queues below their min (reclaim), then the rest -- highest priority first, then
-   longest waiting: place the
+2. Gangs to start -- partial gangs first (completed or released), then those of queues below
+   their min (reclaim), then the rest -- highest priority first, then longest waiting: place the
    guaranteed part best-fit; if it does not fit, take victims one at a time (elastic surplus of any
    job first, then whole gangs its start may preempt, lowest priority first) until it fits, or roll
    everything back. A partial gang that cannot be completed is evicted.
@@ -53,9 +52,10 @@ def greedy_plan(snapshot: ClusterSnapshot, problem: Problem) -> PlanState:
             st.resize(j, max(below, default=0))
     leaf_row = {row.queue: r for r, row in enumerate(problem.quotas) if row.min_gpus}
     decided: set[int] = set()
-    # 2. Gangs to start. First, partial gangs are completed where they can be now, or released:
-    # a partial gang goes whatever the queue floors say, so it is settled before any other start
-    # counts on a floor's slack. Then the gangs of queues below their min (reclaim), the rest.
+    # 2. Gangs to start. First, partial gangs are completed (taking victims as any start may) or
+    # released: a partial gang goes whatever the queue floors say, so it is settled before any
+    # other start counts on a floor's slack. Then the gangs of queues below their min (reclaim),
+    # then the rest.
     for phase in ("partial", "reclaim", "rest"):
         for j in order:
             jm = jobs[j]
@@ -68,13 +68,7 @@ def greedy_plan(snapshot: ClusterSnapshot, problem: Problem) -> PlanState:
                 (o.size for o in jm.options if o.size >= jm.current and o.size > 0), default=None
             )
             decided.add(j)  # tried once: the cluster only gets fuller after this
-            if phase == "partial" and target is not None and st.resize(j, target):
-                continue  # completed in place, without victims
-            if (
-                phase == "partial"
-                or target is None
-                or not victims.start(j, target, fired.get(j, set()))
-            ):
+            if target is None or not victims.start(j, target, fired.get(j, set())):
                 st.resize(j, 0)
     for j in order:  # 3. elastic growth
         jm = jobs[j]
@@ -138,8 +132,8 @@ class _Victims:
         return self._merged[fired]
 
     def _held(self, v: int) -> int:
-        jm = self.st.problem.jobs[v]
-        return self.gpus[jm.name].get(self.st.size[jm.name], 0)
+        """GPUs job v holds now (a partial gang's size is no option: its running pods count)."""
+        return self.st.held(v).get(res.GPU, 0)
 
     def start(self, j: int, target: int, fired: set[str]) -> bool:
         st, jobs = self.st, self.st.problem.jobs

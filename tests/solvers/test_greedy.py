@@ -122,3 +122,16 @@ def test_a_partial_gang_is_settled_before_a_reclaim_counts_on_its_gpus() -> None
     assert result.violations == []
     after = workers_after(snap, result.plan)
     assert after["team-y/p"] in (0, 4)
+
+
+def test_a_high_priority_partial_gang_completes_by_preemption() -> None:
+    # hi runs 2 of its 4 pods; the other 2 GPUs are held by a lower-priority gang. Its running
+    # pods count as held, so the take-back it needs is 2 GPUs, not 4.
+    snap = snapshot(
+        node("n", gpus=4),
+        gang("low", 2, running_on=["n"] * 2, priority=0),
+        gang("hi", 4, running_on=["n"] * 2, priority=100),
+    )
+    result = plan(snap, "greedy")
+    assert result.violations == []
+    assert workers_after(snap, result.plan) == {"default/hi": 4, "default/low": 0}
