@@ -72,14 +72,22 @@ class PlanState:
         r, what = blocked[0]
         return f"queue {self.problem.quotas[r].queue}: {what}"
 
-    def quota_blocks(self, j: int, size: int, first_only: bool = True) -> list[tuple[int, str]]:
+    def quota_blocks(
+        self,
+        j: int,
+        size: int,
+        first_only: bool = True,
+        credit: dict[int, dict[str, int]] | None = None,
+    ) -> list[tuple[int, str]]:
         """(row, what) for the queue rows that moving job j to size would break; ``what`` is the
-        resource over its cap, MAX_JOBS, or ``min <resource>`` for a floor."""
+        resource over its cap, MAX_JOBS, or ``min <resource>`` for a floor. ``credit`` is usage
+        about to arrive per row (the gang whose start a shrink makes room for): floors count it."""
         old, new = self._usage(j, self.size[self.problem.jobs[j].name]), self._usage(j, size)
         was_running = self.size[self.problem.jobs[j].name] > 0
         out: list[tuple[int, str]] = []
         for r in self.rows_of.get(j, ()):
-            hit = self._row_block(r, old, new, was_running, size)
+            coming = credit.get(r, {}) if credit else {}
+            hit = self._row_block(r, old, new, was_running, size, coming)
             if hit:
                 out.append((r, hit))
                 if first_only:
@@ -95,20 +103,14 @@ class PlanState:
         delta = res.sub(self._usage(j, size), self._usage(j, self.size[self.problem.jobs[j].name]))
         return {r: delta for r in self.rows_of.get(j, ())}  # one shared dict: read, never mutated
 
-    def below_floor(self, j: int, size: int, credit: dict[int, dict[str, int]]) -> bool:
-        """Whether shrinking job j to size takes a queue below its floor, counting ``credit``
-        (usage about to arrive: the gang whose start the shrink makes room for)."""
-        old, new = self._usage(j, self.size[self.problem.jobs[j].name]), self._usage(j, size)
-        for r in self.rows_of.get(j, ()):
-            coming = credit.get(r, {})
-            for name, floor in self.problem.quotas[r].floor.items():
-                drop = old.get(name, 0) - new.get(name, 0)
-                if drop > 0 and self.usage[r].get(name, 0) - drop + coming.get(name, 0) < floor:
-                    return True
-        return False
-
     def _row_block(
-        self, r: int, old: res.Resources, new: res.Resources, was_running: bool, size: int
+        self,
+        r: int,
+        old: res.Resources,
+        new: res.Resources,
+        was_running: bool,
+        size: int,
+        coming: res.Resources,
     ) -> str | None:
         row = self.problem.quotas[r]
         for name, cap in row.cap.items():
@@ -117,7 +119,7 @@ class PlanState:
                 return name
         for name, floor in row.floor.items():
             after = self.usage[r].get(name, 0) - old.get(name, 0) + new.get(name, 0)
-            if after < floor and new.get(name, 0) < old.get(name, 0):
+            if after + coming.get(name, 0) < floor and new.get(name, 0) < old.get(name, 0):
                 return f"min {name}"
         starts = not was_running and size > 0
         if row.jobs_cap is not None and starts and self.running_jobs[r] + 1 > row.jobs_cap:

@@ -209,7 +209,8 @@ class _Victims:
                 break
             if size >= st.size[jobs[v].name] or not frees_a_slot(v, size):
                 continue
-            if st.below_floor(v, size, coming):  # no node work yet: not counted
+            # A shrink can only break a floor; refused ones cost no node work and are not counted.
+            if st.quota_blocks(v, size, credit=coming):
                 continue
             taken += 1
             if not st.resize(v, size, check_quota=False):
