@@ -61,7 +61,7 @@ class Actuator:
             if not self.may_act():
                 out.fenced = True
                 return out
-            self._evict_job(ev, out, self._uids)
+            self._evict_job(ev, out)
         free = _real_free(real, self.assumed)
         by_job: dict[str, list[BindPod]] = defaultdict(list)
         for b in plan.binds:
@@ -88,14 +88,13 @@ class Actuator:
         return out
 
     # -- evictions ---------------------------------------------------------------------------
-    def evict_pods(
-        self, job: str, pods: tuple[str, ...], reason: str, uids: dict[str, str] | None = None
-    ) -> Outcome:
+    def evict_pods(self, job: str, pods: tuple[str, ...], reason: str) -> Outcome:
+        """Evict pods outside a plan (rollbacks), after ``apply`` has seen the same snapshot."""
         out = Outcome()
-        self._evict_job(EvictJob(job, pods, reason), out, uids)
+        self._evict_job(EvictJob(job, pods, reason), out)
         return out
 
-    def _evict_job(self, ev: EvictJob, out: Outcome, uids: dict[str, str] | None = None) -> None:
+    def _evict_job(self, ev: EvictJob, out: Outcome) -> None:
         for pod in ev.pods:  # dry run first: a PDB refusing any pod keeps the whole job
             status = self._evict(pod, dry_run=True)
             if status == 0:
@@ -107,7 +106,7 @@ class Actuator:
         for pod in ev.pods:
             status = self._evict(pod, dry_run=False)
             if status in (200, 201):
-                self.assumed.evicted(pod, (uids or {}).get(pod, ""))
+                self.assumed.evicted(pod, self._uids.get(pod, ""))
                 out.evicted.append(pod)
             elif status == 404:
                 out.evicted.append(pod)  # already gone

@@ -11,6 +11,7 @@ import logging
 import socket
 import threading
 import time
+from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -20,7 +21,6 @@ from solver_sched.config.schema import SchedulerConfig
 from solver_sched.cycle import CycleResult, run_cycle
 from solver_sched.domain.plan import Plan
 from solver_sched.domain.snapshot import ClusterSnapshot
-from solver_sched.io.kube_snapshot import snapshot_from_objects
 from solver_sched.kube.actuator import Actuator, Outcome
 from solver_sched.kube.api import ApiError, KubeApi, RateLimiter, load_client
 from solver_sched.kube.assume import Assumed
@@ -28,7 +28,7 @@ from solver_sched.kube.configsource import ConfigSource
 from solver_sched.kube.informer import Informer
 from solver_sched.kube.leader import LeaderElector
 from solver_sched.kube.resources import CONFIG_MAPS, WATCHED, Resource
-from solver_sched.kube.snapshotter import cluster_objects, live_pods, take_snapshot
+from solver_sched.kube.snapshotter import live_pods, take_snapshots
 from solver_sched.kube.status import StatusWriter
 from solver_sched.kube.store import ObjectStore
 from solver_sched.metrics import Metrics, reason_class, serve
@@ -250,8 +250,7 @@ class Controller:
         t = time.perf_counter()
         self.assumed.reconcile(live_pods(self.store))
         name = self.opts.scheduler_name or config.settings.scheduler_name
-        snap = take_snapshot(self.store, self.assumed, config, name)
-        real = snapshot_from_objects(cluster_objects(self.store), name, config.settings.cooldown)
+        snap, real = take_snapshots(self.store, self.assumed, config, name)
         self.metrics.phase_seconds.labels("snapshot").observe(time.perf_counter() - t)
         result = run_cycle(snap, config, now)
         for phase, secs in result.phases.items():
@@ -269,8 +268,7 @@ class Controller:
                     break
                 log.warning("gang %s still partial after its timeout: rolling back", job)
                 self.metrics.rollbacks.inc()
-                uids = {p: real.pods[p].uid for p in pods if p in real.pods}
-                done = self.actuator.evict_pods(job, pods, "gang incomplete: rolled back", uids)
+                done = self.actuator.evict_pods(job, pods, "gang incomplete: rolled back")
                 outcome.evicted += done.evicted
                 ref = self.status.group_ref(job) or self.status.pod_ref(pods[0])
                 self.status.event(
@@ -299,9 +297,14 @@ class Controller:
         bound, evicted = set(out.bound), set(out.evicted)
         self.status.input_errors(snap.errors)
         self.status.report(plan, snap, bound, evicted, out.deferred, now)
+        binds_of: dict[str, list[str]] = defaultdict(list)
+        evicts_of: dict[str, list[str]] = defaultdict(list)
+        for b in plan.binds:
+            binds_of[b.job].append(b.pod)
+        for e in plan.evictions:
+            evicts_of[e.job].extend(e.pods)
         for row in plan.jobs:
-            job_binds = [b.pod for b in plan.binds if b.job == row.name]
-            job_evicts = [p for e in plan.evictions if e.job == row.name for p in e.pods]
+            job_binds, job_evicts = binds_of.get(row.name, []), evicts_of.get(row.name, [])
             if not job_binds and not job_evicts:
                 continue
             done = all(p in bound for p in job_binds) and all(p in evicted for p in job_evicts)

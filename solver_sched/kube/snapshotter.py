@@ -20,9 +20,12 @@ def cluster_objects(store: ObjectStore) -> list[JsonObj]:
     return [o for o in store.all_objects() if o.get("kind") != CONFIG_MAPS.kind]
 
 
-def planning_objects(store: ObjectStore, assumed: Assumed) -> list[JsonObj]:
+InFlight = tuple[dict[str, tuple[str, str]], dict[str, str]]  # Assumed.snapshot()
+
+
+def planning_objects(store: ObjectStore, inflight: InFlight) -> list[JsonObj]:
     """The cluster as it will be once in-flight binds land and in-flight evictions finish."""
-    binds, evictions = assumed.snapshot()
+    binds, evictions = inflight
     out = []
     for obj in cluster_objects(store):
         if obj.get("kind") == "Pod":
@@ -37,11 +40,18 @@ def planning_objects(store: ObjectStore, assumed: Assumed) -> list[JsonObj]:
     return out
 
 
-def take_snapshot(
+def take_snapshots(
     store: ObjectStore, assumed: Assumed, config: SchedulerConfig, scheduler_name: str
-) -> ClusterSnapshot:
-    s = config.settings
-    return snapshot_from_objects(planning_objects(store, assumed), scheduler_name, s.cooldown)
+) -> tuple[ClusterSnapshot, ClusterSnapshot]:
+    """(to plan on, as it is): the first counts in-flight binds and evictions as done, the second
+    is what the API server holds now (the actuator checks real room against it). With nothing in
+    flight the two are the same snapshot, parsed once."""
+    cooldown = config.settings.cooldown
+    inflight = assumed.snapshot()
+    plan_on = snapshot_from_objects(planning_objects(store, inflight), scheduler_name, cooldown)
+    if not any(inflight):
+        return plan_on, plan_on
+    return plan_on, snapshot_from_objects(cluster_objects(store), scheduler_name, cooldown)
 
 
 def live_pods(store: ObjectStore) -> dict[str, tuple[str, str | None]]:

@@ -16,19 +16,14 @@ from typing import Any
 from solver_sched.domain.plan import Plan
 from solver_sched.domain.snapshot import ClusterSnapshot, InputError
 from solver_sched.kube.api import ApiError, KubeApi
-from solver_sched.kube.resources import POD_GROUP_APIS
+from solver_sched.kube.resources import POD_GROUP_APIS, WATCHED
 from solver_sched.kube.store import ObjectStore
 
 log = logging.getLogger(__name__)
 LAST_SCALE = "solver-sched.io/last-scale-time"
-_API_OF = {
-    "Pod": "v1",
-    "Node": "v1",
-    "PodGroup": "scheduling.x-k8s.io/v1alpha1",
-    "ElasticQuotaTree": "scheduling.sigs.k8s.io/v1beta1",
-    "PyTorchJob": "kubeflow.org/v1",
-    "PriorityClass": "scheduling.k8s.io/v1",
-}
+_API_OF: dict[str, str] = {}  # kind -> the API version its Events name (the first one watched)
+for _r in WATCHED:
+    _API_OF.setdefault(_r.kind, _r.api_version)
 EVENT_REPEAT_SECONDS = 300.0
 
 

@@ -167,14 +167,14 @@ class GreedyElasticPolicy:
                 continue
             if job.running and job.in_cooldown(now, state.cooldown):
                 continue
+            pods = [
+                p
+                for p, n in zip(job.pods, job.node_of, strict=True)
+                if n is None and p not in binding
+            ]
             for s in sorted(job.allowed_sizes(), reverse=True):
                 if s <= size[job.name]:
                     break
-                pods = [
-                    p
-                    for p, n in zip(job.pods, job.node_of, strict=True)
-                    if n is None and p not in binding
-                ]
                 placed = free.best_fit(pods[: s - size[job.name]], job.spec.gpus_per_pod)
                 if placed:
                     d.binds += placed
