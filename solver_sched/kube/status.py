@@ -10,7 +10,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from solver_sched.domain.plan import Plan
@@ -28,6 +28,9 @@ EVENT_REPEAT_SECONDS = 300.0
 
 
 def rfc3339(t: datetime) -> str:
+    """UTC, as Kubernetes writes times (a naive time is taken as UTC)."""
+    if t.tzinfo is not None:
+        t = t.astimezone(UTC)
     return t.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -49,7 +52,7 @@ class StatusWriter:
         if len(self._sent) > 10_000:  # forget what may be sent again anyway
             self._sent = {k: t for k, t in self._sent.items() if now - t < EVENT_REPEAT_SECONDS}
         ns = ref.get("namespace") or "default"  # events about cluster-scoped objects
-        stamp = rfc3339(datetime.now().astimezone())
+        stamp = rfc3339(datetime.now(UTC))
         body = {
             "apiVersion": "v1",
             "kind": "Event",
