@@ -98,12 +98,15 @@ def _cycle(
         stats, solved = _solve(backend, problem, built, hint, limit, s)
     with timer("plan"):
         ranked = []
-        candidates: list[tuple[str, PlanState, list[str]]] = [("greedy", greedy_state, [])]
+        Candidate = tuple[str, PlanState, list[str], list[int] | None]  # values, when known
+        candidates: list[Candidate] = [("greedy", greedy_state, [], hint)]
         if solved:
-            candidates.append((backend, *pack(snapshot, problem, solved)))
-        for label, st, notes in candidates:
-            notes += minimize_evictions(st)
-            values = to_values(problem, built, st.size, counts_of(snapshot, problem, st.placed))
+            candidates.append((backend, *pack(snapshot, problem, solved), None))
+        for label, st, notes, values in candidates:
+            undone = minimize_evictions(st)  # a note per eviction undone: none, st unchanged
+            notes += undone
+            if undone or values is None:
+                values = to_values(problem, built, st.size, counts_of(snapshot, problem, st.placed))
             value = built.model.objective_value(values) if values is not None else None
             rank = (value is not None, value or 0, label != "greedy")
             ranked.append((rank, label, st, notes, values))

@@ -66,7 +66,10 @@ class LinearModel:
         }
 
     def objective_value(self, values: list[int]) -> int:
-        return sum(c * values[v] for v, c in self.objective())
+        """The objective of a full assignment (the same integer as summing ``objective()``)."""
+        g = sum(c * values[v] for terms in self.guaranteed.values() for v, c in terms)
+        e = sum(c * values[v] for terms in self.elastic.values() for v, c in terms)
+        return self.band * g + e
 
     def violated(self, values: list[int]) -> list[str]:
         """Names of constraints the assignment breaks (used to validate hints in tests)."""

@@ -33,10 +33,6 @@ MAX_TIER_WEIGHT = 2**20  # many distinct priorities share the top weight instead
 MAX_OBJECTIVE = 2**62  # CP-SAT works in int64
 
 
-class ModelTooLarge(ValueError):
-    """The objective's coefficients would not fit the solvers' integer range."""
-
-
 @dataclass(frozen=True, slots=True)
 class _JobState:
     job: Job
@@ -271,11 +267,9 @@ def _options(
     if sizes and max(sizes) > len(seq):
         raise ValueError(f"job {job.name} has {len(seq)} pods, cannot run {max(sizes)}")
     units = [0]
-    gpus = [0]
     usage: list[dict[str, int]] = [{}]
     for pod in seq[: max(sizes, default=0)]:
         units.append(units[-1] + res.value_units(pod.requests))
-        gpus.append(gpus[-1] + pod.requests.get(res.GPU, 0))
         usage.append(res.add(usage[-1], pod.requests))
     m = job.min_pods
     out = []
@@ -296,7 +290,7 @@ def _options(
                 released=released,
                 usage=usage[size],
                 guaranteed_units=units[m] if guaranteed else 0,
-                guaranteed_gpus=gpus[m] if guaranteed else 0,
+                guaranteed_gpus=usage[m].get(res.GPU, 0) if guaranteed else 0,
                 elastic_units=units[size] - units[m] if size > m else 0,
                 evicted=max(0, cur - size),
             )

@@ -64,14 +64,6 @@ class PlanState:
             self._journal.pop()()
 
     # -- queue rows --------------------------------------------------------------------------
-    def quota_blocker(self, j: int, size: int) -> str | None:
-        """None when moving job j to size keeps every queue row within its limits."""
-        blocked = self.quota_blocks(j, size)
-        if not blocked:
-            return None
-        r, what = blocked[0]
-        return f"queue {self.problem.quotas[r].queue}: {what}"
-
     def quota_blocks(
         self,
         j: int,
@@ -94,14 +86,10 @@ class PlanState:
                     break
         return out
 
-    def held(self, j: int) -> res.Resources:
-        """What job j holds at its tentative size (running pods for a size that is no option)."""
-        return self._usage(j, self.size[self.problem.jobs[j].name])
-
-    def change_per_row(self, j: int, size: int) -> dict[int, dict[str, int]]:
-        """Per queue row of job j: the usage that moving it to size adds (negative: releases)."""
-        delta = res.sub(self._usage(j, size), self._usage(j, self.size[self.problem.jobs[j].name]))
-        return {r: delta for r in self.rows_of.get(j, ())}  # one shared dict: read, never mutated
+    def change(self, j: int, size: int) -> dict[str, int]:
+        """What moving job j to size adds (negative: releases). A partial gang's size is no
+        option: then what its running pods hold counts."""
+        return res.sub(self._usage(j, size), self._usage(j, self.size[self.problem.jobs[j].name]))
 
     def _row_block(
         self,
@@ -139,7 +127,7 @@ class PlanState:
         jm = self.problem.jobs[j]
         if size == self.size[jm.name]:
             return True
-        if check_quota and self.quota_blocker(j, size) is not None:
+        if check_quota and self.quota_blocks(j, size):
             return False
         mark = self.mark()
         job = self.snapshot.jobs[jm.name]

@@ -64,10 +64,14 @@ def _chooser(st: PlanState, problem: Problem, budget: Counter[tuple[int, int]]) 
     """Prefer the classes the solver counted, then any node that fits: that fallback is the repair
     of what class aggregation allowed."""
 
+    classes_of: dict[int, list[int]] = {}  # shape -> the classes it has a budget in, in order
+    for sid, cid in sorted(budget):
+        classes_of.setdefault(sid, []).append(cid)
+
     def by_class(pod: Pod, cluster: str) -> str | None:
         sid = problem.shape_of[pod.name]
-        for (s, cid), n in sorted(budget.items()):
-            if s != sid or n <= 0 or problem.classes[cid].cluster != cluster:
+        for cid in classes_of.get(sid, ()):
+            if budget[(sid, cid)] <= 0 or problem.classes[cid].cluster != cluster:
                 continue
             node = st.nodes.pick(pod, cluster, cid)
             if node is not None:

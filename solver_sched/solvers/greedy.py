@@ -116,7 +116,6 @@ class _Victims:
                 for key in jobs[v].break_needs:
                     self.by_key.setdefault(key, []).append(v)
         self._merged: dict[frozenset[str], list[int]] = {}
-        self.gpus = {jm.name: {o.size: o.usage.get(res.GPU, 0) for o in jm.options} for jm in jobs}
         self.floor_rows = [r for r, row in enumerate(st.problem.quotas) if row.floor]
         self.taken = False  # whether victims were taken since the shrinkable list was pruned
         self.smaller = {  # positive sizes a shrinkable job may take, largest first
@@ -131,10 +130,6 @@ class _Victims:
             self._merged[fired] = sorted(union, key=lambda v: (jobs[v].priority, jobs[v].name))
         return self._merged[fired]
 
-    def _held(self, v: int) -> int:
-        """GPUs job v holds now (a partial gang's size is no option: its running pods count)."""
-        return self.st.held(v).get(res.GPU, 0)
-
     def start(self, j: int, target: int, fired: set[str]) -> bool:
         st, jobs = self.st, self.st.problem.jobs
         if st.resize(j, target):
@@ -145,10 +140,11 @@ class _Victims:
                 rows: [v for v in group if st.size[jobs[v].name] > self.smaller[v][-1]]
                 for rows, group in self.groups.items()
             }
-        need = self.gpus[jobs[j].name][target] - self._held(j)
+        delta = st.change(j, target)  # what the start adds, to the cluster and to its queues
+        need = delta.get(res.GPU, 0)
         blocked = {r for r, _ in st.quota_blocks(j, target, first_only=False)}
         quotas = st.problem.quotas
-        coming = st.change_per_row(j, target)  # what the start adds to its own queues
+        coming = {r: delta for r in st.rows_of.get(j, ())}
         at_floor = {  # queues at their min even with the start: none of their jobs may shrink
             r
             for r in self.floor_rows
