@@ -26,7 +26,6 @@ from typing import Any
 
 from solver_sched.config.schema import SchedulerConfig, Settings
 from solver_sched.cycle import CycleResult, run_cycle
-from solver_sched.domain.snapshot import ClusterSnapshot
 from solver_sched.io import manifests as m
 from solver_sched.io.kube_snapshot import snapshot_from_objects
 
@@ -124,10 +123,6 @@ def guaranteed_value(result: CycleResult) -> int:
     return sum(v for k, v in result.terms.items() if k.startswith("guaranteed["))
 
 
-def _snapshot(objs: Objs) -> ClusterSnapshot:
-    return snapshot_from_objects(objs)
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--seeds", type=int, default=5)
@@ -138,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     for family, make in FAMILIES.items():
         ratios = []
         for seed in range(args.seeds):
-            snap = _snapshot(make(random.Random(seed)))
+            snap = snapshot_from_objects(make(random.Random(seed)))
             greedy = run_cycle(snap, cfg, NOW, "greedy")
             cpsat = run_cycle(snap, cfg, NOW, "cpsat")
             g, c = guaranteed_value(greedy), guaranteed_value(cpsat)

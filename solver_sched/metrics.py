@@ -12,8 +12,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-PHASES = ("snapshot", "model", "greedy", "solve", "plan", "check", "actuate", "status")
-
 
 class Metrics:
     def __init__(self) -> None:

@@ -118,15 +118,6 @@ class KubeApi:
     def get(self, path: str, **query: Any) -> JsonObj:
         return self.request("GET", path, query)
 
-    def exists(self, path: str) -> bool:
-        try:
-            self.request("GET", path)
-        except ApiError as exc:
-            if exc.status == 404:
-                return False
-            raise
-        return True
-
     def watch(self, path: str, query: dict[str, Any], timeout: float) -> Iterator[JsonObj]:
         """Watch events as dicts (``type``, ``object``); ends when the server closes the stream."""
         q = dict(query, watch="true")

@@ -22,16 +22,13 @@ class ConfigSource:
         name: str,
         on_error: Callable[[str, str], None],
         on_reload: Callable[[], None] = lambda: None,
-        initial: SchedulerConfig | None = None,
     ) -> None:
         self.store, self.namespace, self.name = store, namespace, name
         self.on_error = on_error  # (configmap key, message) -> event + metric
         self.on_reload = on_reload
-        self.current = initial or SchedulerConfig()
+        self.current = SchedulerConfig()  # until the ConfigMap is read (run --config sets it)
         self._version: str | None = None
-        self.reloads = 0
         self.errors = 0
-        self.last_error: str | None = None
 
     def refresh(self) -> SchedulerConfig:
         obj = self.store.get("ConfigMap.v1", f"{self.namespace}/{self.name}")
@@ -54,12 +51,9 @@ class ConfigSource:
             self.current = config_from_mapping(data, f"{source} data.{CONFIG_KEY}")
         except ConfigError as exc:
             self.errors += 1
-            self.last_error = str(exc)
             log.error("invalid config, keeping the last good one: %s", exc)
             self.on_error(f"{self.namespace}/{self.name}", str(exc))
             return self.current
-        self.reloads += 1
         self.on_reload()
-        self.last_error = None
         log.info("config loaded from %s (resourceVersion %s)", source, version)
         return self.current

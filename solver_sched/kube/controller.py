@@ -129,7 +129,6 @@ class Controller:
         self.informers: dict[str, Informer] = {}
         self.cycles = 0
         self.last_result: CycleResult | None = None
-        self.last_outcome: Outcome | None = None
         self._alive = time.monotonic()
         self._thread: threading.Thread | None = None
         self._server: ThreadingHTTPServer | None = None
@@ -288,7 +287,7 @@ class Controller:
             self._report(result, plan, snap, outcome, now)
         self.metrics.phase_seconds.labels("status").observe(time.perf_counter() - t)
         self._record(result, outcome, snap, time.perf_counter() - started)
-        self.last_result, self.last_outcome = result, outcome
+        self.last_result = result
         return result
 
     def _report(

@@ -46,7 +46,6 @@ class LeaderElector:
         )
         self._renewed_at = -1e18
         self._observed: tuple[str, float] | None = None  # (record, when first seen)
-        self.transitions = 0
         self._thread: threading.Thread | None = None
 
     def is_leader(self) -> bool:
@@ -65,7 +64,6 @@ class LeaderElector:
                 log.warning("lease %s: %s", self.name, exc)
             now = self.is_leader()
             if now != was:
-                self.transitions += 1
                 log.info("%s %s leadership", self.identity, "acquired" if now else "lost")
             stop.wait(self.retry)
 

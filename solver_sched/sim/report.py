@@ -86,9 +86,7 @@ class _Bar:
             self._bar.close()
 
 
-def results(
-    runs: Sequence[RunResult], meta: dict[str, Any], with_jobs: bool = True
-) -> dict[str, Any]:
+def results(runs: Sequence[RunResult], meta: dict[str, Any]) -> dict[str, Any]:
     summaries = {r.policy: summarize(r) for r in runs}
     data: dict[str, Any] = {
         "meta": meta,
@@ -102,9 +100,8 @@ def results(
             ]
             for r in runs
         },
+        "jobs": {r.policy: job_rows(r) for r in runs},
     }
-    if with_jobs:
-        data["jobs"] = {r.policy: job_rows(r) for r in runs}
     return data
 
 
