@@ -19,7 +19,15 @@ from pydantic import BaseModel, ValidationError
 from solver_sched.config.schema import parse_duration
 from solver_sched.domain import resources as res
 from solver_sched.domain.affinity import NodeConstraints, Requirement, Taint, Toleration
-from solver_sched.domain.cluster import Job, Node, Pod, PodPhase, SizePolicy, is_power_of_two
+from solver_sched.domain.cluster import (
+    DEFAULT_CLUSTER,
+    Job,
+    Node,
+    Pod,
+    PodPhase,
+    SizePolicy,
+    is_power_of_two,
+)
 from solver_sched.domain.quota import MAX_JOBS, Queue, QuotaTree
 from solver_sched.domain.snapshot import ClusterSnapshot, InputError
 from solver_sched.io.objects import (
@@ -83,11 +91,7 @@ def snapshot_from_objects(
             if pc.global_default:
                 b.default_priority = pc.value
     nodes = {n.name: n for raw in by_kind["Node"] if (n := _node(b, raw)) is not None}
-    pods = {p.name: p for raw in by_kind["Pod"] if (p := _pod(b, raw)) is not None}
-    pods = {  # a bound pod is in its node's cluster
-        n: replace(p, cluster=nodes[p.node_name].cluster) if p.node_name in nodes else p
-        for n, p in pods.items()
-    }
+    pods = {p.name: p for raw in by_kind["Pod"] if (p := _pod(b, raw, nodes)) is not None}
     quota = _quota_tree(b, by_kind["ElasticQuotaTree"])
     groups = {}
     for raw in by_kind["PodGroup"]:
@@ -243,7 +247,7 @@ def _order(p: PodObj) -> tuple[int, int, str]:
     return rank, int(m.group(1)) if m else 0, p.metadata.name
 
 
-def _pod(b: _Build, raw: dict[str, Any]) -> Pod | None:
+def _pod(b: _Build, raw: dict[str, Any], nodes: dict[str, Node]) -> Pod | None:
     p = _parse(b, PodObj, raw)
     if p is None:
         return None
@@ -264,6 +268,7 @@ def _pod(b: _Build, raw: dict[str, Any]) -> Pod | None:
         job=_group_key(p) or name,
         scheduler_name=p.spec.scheduler_name,
         node_name=p.spec.node_name,
+        cluster=node.cluster if (node := nodes.get(p.spec.node_name or "")) else DEFAULT_CLUSTER,
         phase=phase,
         priority=priority,
         constraints=_constraints(p),
