@@ -75,6 +75,11 @@ class JobModel:
         k = self.option_index(size)
         return None if k is None else self.options[k]
 
+    def guaranteed_gpus_at(self, size: int) -> int:
+        """GPUs of the guaranteed part at size (0 below the min or at a size that is no option)."""
+        o = self.option(size)
+        return o.guaranteed_gpus if o is not None else 0
+
 
 @dataclass(frozen=True, slots=True)
 class QuotaRow:

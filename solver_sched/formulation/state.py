@@ -43,7 +43,7 @@ class PlanState:
             self.running_jobs.append(count)
         self._journal: list[Callable[[], None]] = []
         self.covered = [  # per row: GPUs of guaranteed parts (queue-min coverage, for reclaim)
-            sum(self._guaranteed_gpus(j, self.size[problem.jobs[j].name]) for j in row.jobs)
+            sum(problem.jobs[j].guaranteed_gpus_at(problem.jobs[j].current) for j in row.jobs)
             for row in problem.quotas
         ]
 
@@ -218,15 +218,12 @@ class PlanState:
 
         self._journal.append(undo)
 
-    def _guaranteed_gpus(self, j: int, size: int) -> int:
-        o = self.problem.jobs[j].option(size)
-        return o.guaranteed_gpus if o is not None else 0
-
     def _set_size(self, j: int, size: int) -> None:
         name = self.problem.jobs[j].name
         old = self.size[name]
         old_u, new_u = self._usage(j, old), self._usage(j, size)
-        covered = self._guaranteed_gpus(j, size) - self._guaranteed_gpus(j, old)
+        jm = self.problem.jobs[j]
+        covered = jm.guaranteed_gpus_at(size) - jm.guaranteed_gpus_at(old)
         rows = self.rows_of.get(j, ())
         for r in rows:
             self.usage[r] = res.add(res.sub(self.usage[r], old_u), new_u)

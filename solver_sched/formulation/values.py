@@ -44,10 +44,9 @@ def to_values(
             values[v.w[(j, k)]] = 1
     for r, var in v.u.items():
         row = problem.quotas[r]
-        used = 0
-        for j in row.jobs:
-            o = problem.jobs[j].option(sizes.get(problem.jobs[j].name, 0))
-            used += o.guaranteed_gpus if o is not None else 0
+        used = sum(
+            problem.jobs[j].guaranteed_gpus_at(sizes.get(problem.jobs[j].name, 0)) for j in row.jobs
+        )
         values[var] = min(model.ub[var], used)
     for key, var in built.triggers.items():
         starters = problem.triggers.get(key if key != ANY_START else ANY_START, ())

@@ -43,9 +43,14 @@ def check(
     usage_after = _queue_usage(snapshot, after)
     starts = _Starts(snapshot, started, usage_before)
     with_binds = {b.job for b in plan.binds}
+    frozen = {  # jobs no plan may change
+        name
+        for name, job in snapshot.jobs.items()
+        if job.invalid or job.succeeded or snapshot.quota.invalid_in_chain(_queue(snapshot, job))
+    }
     for name, job in snapshot.jobs.items():
         touched = before_size[name] != after_size[name] or name in with_binds
-        if job.invalid or job.succeeded or snapshot.quota.invalid_in_chain(_queue(snapshot, job)):
+        if name in frozen:
             if touched:
                 bad.append(f"job {name}: invalid, completing or in an invalid queue, yet changed")
             continue
@@ -69,7 +74,7 @@ def check(
         }
         if len(clusters) > 1:
             bad.append(f"job {name}: spans clusters {sorted(clusters)}")
-    _quota(snapshot, usage_before, usage_after, bad)
+    _quota(snapshot, usage_before, usage_after, frozen, bad)
     return bad
 
 
@@ -156,7 +161,7 @@ def _job_rules(
     name = job.name
     if after and after not in allowed:
         bad.append(f"job {name}: ends with {after} pods, allowed sizes are {list(allowed)} or 0")
-    running = [snapshot.pods[p] for p in job.pods if snapshot.pods[p].bound]
+    running = snapshot.running_pods(job)
     gone = [p.name for p in running if p.name in evicted]
     kept = len(running) - len(gone)
     if gone and [p.name for p in running[kept:]] != gone:
@@ -238,6 +243,7 @@ def _quota(
     snapshot: ClusterSnapshot,
     before: dict[str, dict[str, int]],
     after: dict[str, dict[str, int]],
+    frozen: set[str],
     bad: list[str],
 ) -> None:
     """Max: no queue grows past its max (a lowered max stops growth, it evicts nothing). Min: a
@@ -247,10 +253,8 @@ def _quota(
         snapshot,
         {
             p: snapshot.pods[p].node_name or ""
-            for job in snapshot.jobs.values()
-            if not job.invalid
-            and not job.succeeded
-            and not snapshot.quota.invalid_in_chain(_queue(snapshot, job))
+            for name, job in snapshot.jobs.items()
+            if name not in frozen
             and len(running := snapshot.running_pods(job)) not in job.allowed_sizes()
             for p in (pod.name for pod in running)
         },
