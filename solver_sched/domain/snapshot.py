@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
 from solver_sched.domain import resources as res
 from solver_sched.domain.cluster import Job, Node, Pod
-from solver_sched.domain.quota import QuotaTree
+from solver_sched.domain.quota import MAX_JOBS, QuotaTree
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +56,33 @@ class ClusterSnapshot:
 
     def job_of(self, pod: Pod) -> Job | None:
         return self.jobs.get(pod.job)
+
+    def queue_of(self, job: Job) -> str:
+        """A job's leaf queue: its own, else the one owning its namespace."""
+        return job.queue or self.quota.leaf_for(job.namespace)
+
+    def queue_usage(self, pods: Iterable[Pod]) -> dict[str, dict[str, int]]:
+        """Requests of these pods per queue of the tree (leaf and ancestors), and the number of
+        jobs they belong to under MAX_JOBS. A missing queue reads as empty."""
+        per_job: dict[tuple[str, str], dict[str, int]] = {}  # (job, namespace) -> requests
+        for pod in pods:  # summed per job first: the queue lookups then run once per job
+            acc = per_job.setdefault((pod.job, pod.namespace), {})
+            for r, qty in pod.requests.items():
+                acc[r] = acc.get(r, 0) + qty
+        usage: dict[str, dict[str, int]] = defaultdict(dict)
+        jobs_in: dict[str, set[str]] = defaultdict(set)
+        chains: dict[str, tuple[str, ...]] = {}
+        for (name, namespace), requests in per_job.items():
+            job = self.jobs.get(name)
+            leaf = self.queue_of(job) if job else self.quota.leaf_for(namespace)
+            if leaf not in chains:
+                chains[leaf] = self.quota.chain(leaf)
+            for q in chains[leaf]:
+                usage[q] = res.add(usage[q], requests)
+                jobs_in[q].add(name)
+        for q, names in jobs_in.items():
+            usage[q][MAX_JOBS] = len(names)
+        return usage
 
     @cached_property
     def _pods_of_job(self) -> dict[str, tuple[tuple[Pod, ...], tuple[Pod, ...]]]:

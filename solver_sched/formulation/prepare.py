@@ -60,8 +60,8 @@ def prepare(
 ) -> Problem:
     reasons: dict[str, str] = {}
     states = _job_states(snapshot, now, reasons)
-    queue_of = {name: _queue_of(snapshot, st.job) for name, st in states.items()}
-    usage_now = _queue_usage(snapshot, (p for p in snapshot.pods.values() if p.bound))
+    queue_of = {name: snapshot.queue_of(st.job) for name, st in states.items()}
+    usage_now = snapshot.queue_usage(p for p in snapshot.pods.values() if p.bound)
     borrowing, below_min = _borrowing(snapshot, usage_now)
     triggers_of = _break_triggers(states, queue_of, borrowing, below_min, settings)
     any_start = any(st.starting and st.sizes for st in states.values())
@@ -140,7 +140,7 @@ def _job_states(
         if job.invalid:
             reasons[name] = job.invalid
             continue
-        invalid_queue = snapshot.quota.invalid_in_chain(_queue_of(snapshot, job))
+        invalid_queue = snapshot.quota.invalid_in_chain(snapshot.queue_of(job))
         if invalid_queue:
             reasons[name] = invalid_queue
             continue
@@ -171,10 +171,6 @@ def _can_change(st: _JobState, any_start: bool, breakable: bool) -> bool:
         return True  # may scale out
     shrinkable = any_start and any(s < st.current for s in st.sizes)
     return shrinkable or (st.running_ok and breakable and any_start)
-
-
-def _queue_of(snapshot: ClusterSnapshot, job: Job) -> str:
-    return job.queue or snapshot.quota.leaf_for(job.namespace)
 
 
 def _break_triggers(
@@ -442,30 +438,6 @@ def _no_node_reason(snapshot: ClusterSnapshot, pod: Pod) -> str:
 # -- queues ----------------------------------------------------------------------------------
 
 
-def _queue_usage(snapshot: ClusterSnapshot, pods: Iterable[Pod]) -> dict[str, dict[str, int]]:
-    """Usage per queue of the tree (leaf and ancestors), plus running job count under MAX_JOBS."""
-    per_job: dict[tuple[str, str], dict[str, int]] = {}  # (job, namespace) -> requests
-    for pod in pods:
-        key = (pod.job, pod.namespace)
-        acc = per_job.setdefault(key, {})
-        for r, qty in pod.requests.items():
-            acc[r] = acc.get(r, 0) + qty
-    usage: dict[str, dict[str, int]] = defaultdict(dict)
-    jobs_in: dict[str, set[str]] = defaultdict(set)
-    chains: dict[str, tuple[str, ...]] = {}
-    for (name, namespace), requests in per_job.items():
-        job = snapshot.jobs.get(name)
-        leaf = _queue_of(snapshot, job) if job else snapshot.quota.leaf_for(namespace)
-        if leaf not in chains:
-            chains[leaf] = snapshot.quota.chain(leaf)
-        for q in chains[leaf]:
-            usage[q] = res.add(usage[q], requests)
-            jobs_in[q].add(name)
-    for q, names in jobs_in.items():
-        usage[q][MAX_JOBS] = len(names)
-    return usage
-
-
 def _borrowing(
     snapshot: ClusterSnapshot, usage: Mapping[str, Mapping[str, int]]
 ) -> tuple[set[str], set[str]]:
@@ -493,9 +465,9 @@ def _quota_rows(
     for i, jm in enumerate(jobs):
         for q in jm.queue_chain:
             members[q].append(i)
-    active_usage = _queue_usage(snapshot, (p for st in active.values() for p in st.running))
-    forced = _queue_usage(  # partial or irregular gangs may have to go whatever the floor says
-        snapshot, (p for st in active.values() if not st.running_ok for p in st.running)
+    active_usage = snapshot.queue_usage(p for st in active.values() for p in st.running)
+    forced = snapshot.queue_usage(  # partial or irregular gangs go whatever the floor says
+        p for st in active.values() if not st.running_ok for p in st.running
     )
     rows = []
     for name in sorted(snapshot.quota.queues):

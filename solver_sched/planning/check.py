@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import datetime
 
-from solver_sched.domain.cluster import Job, Pod
+from solver_sched.domain.cluster import Job
 from solver_sched.domain.plan import Plan
 from solver_sched.domain.quota import MAX_JOBS
 from solver_sched.domain.snapshot import ClusterSnapshot
@@ -36,17 +36,16 @@ def check(
     before_size = {n: len(snapshot.running_pods(j)) for n, j in snapshot.jobs.items()}
     after_size = {n: sum(p in after for p in j.pods) for n, j in snapshot.jobs.items()}
     started = [n for n, j in snapshot.jobs.items() if before_size[n] < j.min_pods <= after_size[n]]
-    usage_before = _queue_usage(
-        snapshot,
-        {p: pod.node_name for p, pod in snapshot.pods.items() if pod.bound and pod.node_name},
+    usage_before = snapshot.queue_usage(
+        pod for pod in snapshot.pods.values() if pod.bound and pod.node_name
     )
-    usage_after = _queue_usage(snapshot, after)
+    usage_after = snapshot.queue_usage(snapshot.pods[p] for p in after)
     starts = _Starts(snapshot, started, usage_before)
     with_binds = {b.job for b in plan.binds}
     frozen = {  # jobs no plan may change
         name
         for name, job in snapshot.jobs.items()
-        if job.invalid or job.succeeded or snapshot.quota.invalid_in_chain(_queue(snapshot, job))
+        if job.invalid or job.succeeded or snapshot.quota.invalid_in_chain(snapshot.queue_of(job))
     }
     for name, job in snapshot.jobs.items():
         touched = before_size[name] != after_size[name] or name in with_binds
@@ -176,7 +175,7 @@ def _job_rules(
     if after > 0 and not starts.names:
         bad.append(f"job {name}: scaled in {before} -> {after} with no guaranteed gang starting")
     if after == 0:
-        queue = _queue(snapshot, job)
+        queue = snapshot.queue_of(job)
         ok = priority_preemption and starts.top_priority.get(queue, job.priority) > job.priority
         if not ok and queue_reclaim and _borrowing(snapshot, queue, usage_before):
             ok = bool(starts.reclaiming - {queue})
@@ -198,14 +197,10 @@ class _Starts:
         self.reclaiming: set[str] = set()  # queues below their min with a gang starting
         for s in started:
             job = snapshot.jobs[s]
-            queue = _queue(snapshot, job)
+            queue = snapshot.queue_of(job)
             self.top_priority[queue] = max(self.top_priority.get(queue, job.priority), job.priority)
             if _below_min(snapshot, queue, usage):
                 self.reclaiming.add(queue)
-
-
-def _queue(snapshot: ClusterSnapshot, job: Job) -> str:
-    return job.queue or snapshot.quota.leaf_for(job.namespace)
 
 
 def _borrowing(snapshot: ClusterSnapshot, queue: str, usage: dict[str, dict[str, int]]) -> bool:
@@ -218,27 +213,6 @@ def _below_min(snapshot: ClusterSnapshot, queue: str, usage: dict[str, dict[str,
     return q is not None and any(usage[queue].get(r, 0) < m for r, m in q.min.items())
 
 
-def _queue_usage(snapshot: ClusterSnapshot, placed: dict[str, str]) -> dict[str, dict[str, int]]:
-    per_job: dict[tuple[str, str], dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for pod_name in placed:  # summed per (job, namespace) first: the queue lookups run per job
-        pod: Pod = snapshot.pods[pod_name]
-        acc = per_job[(pod.job, pod.namespace)]
-        for r, n in pod.requests.items():
-            acc[r] += n
-    usage: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    jobs: dict[str, set[str]] = defaultdict(set)
-    for (job_name, namespace), requests in per_job.items():
-        job = snapshot.jobs.get(job_name)
-        leaf = _queue(snapshot, job) if job else snapshot.quota.leaf_for(namespace)
-        for q in snapshot.quota.chain(leaf):
-            for r, n in requests.items():
-                usage[q][r] += n
-            jobs[q].add(job_name)
-    for q, names in jobs.items():
-        usage[q][MAX_JOBS] = len(names)
-    return usage
-
-
 def _quota(
     snapshot: ClusterSnapshot,
     before: dict[str, dict[str, int]],
@@ -249,15 +223,12 @@ def _quota(
     """Max: no queue grows past its max (a lowered max stops growth, it evicts nothing). Min: a
     queue using more than its min keeps at least its min, or what it used if less once the gangs
     that must change anyway are left out, so reclaim and preemption take only what it borrows."""
-    forced = _queue_usage(  # partial gangs and irregular sizes: they change whatever the floor
-        snapshot,
-        {
-            p: snapshot.pods[p].node_name or ""
-            for name, job in snapshot.jobs.items()
-            if name not in frozen
-            and len(running := snapshot.running_pods(job)) not in job.allowed_sizes()
-            for p in (pod.name for pod in running)
-        },
+    forced = snapshot.queue_usage(  # partial gangs and irregular sizes change whatever the floor
+        pod
+        for name, job in snapshot.jobs.items()
+        if name not in frozen
+        and len(running := snapshot.running_pods(job)) not in job.allowed_sizes()
+        for pod in running
     )
     for name, q in sorted(snapshot.quota.queues.items()):
         limits = dict(q.max)
