@@ -12,6 +12,7 @@ pod's need instead of scanning every node.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 
 from solver_sched.domain import resources as res
 from solver_sched.domain.cluster import Pod
@@ -21,7 +22,7 @@ PoolKey = tuple[object, str, int | None]  # (constraints+requests, cluster, clas
 
 
 class _Pool:
-    def __init__(self, nodes: list[str], free: dict[str, dict[str, int]]) -> None:
+    def __init__(self, nodes: list[str], free: Mapping[str, res.Resources]) -> None:
         self.buckets: dict[int, dict[str, None]] = defaultdict(dict)
         self.level: dict[str, int] = {}
         for n in nodes:
@@ -39,10 +40,14 @@ class _Pool:
 
 
 class NodeState:
-    def __init__(self, snapshot: ClusterSnapshot, class_of: dict[str, int] | None = None) -> None:
+    def __init__(
+        self, snapshot: ClusterSnapshot, class_of: Mapping[str, int] | None = None
+    ) -> None:
         self.snapshot = snapshot
         self.class_of = class_of or {}
-        self.free = {name: dict(f) for name, f in snapshot.free_per_node.items()}
+        # Per-node vectors are shared with the snapshot: take and give_back replace them, never
+        # write into them.
+        self.free: dict[str, res.Resources] = dict(snapshot.free_per_node)
         self.gpus_free = sum(
             max(0, f.get(res.GPU, 0)) for n, f in self.free.items() if snapshot.nodes[n].schedulable
         )

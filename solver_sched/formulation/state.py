@@ -21,7 +21,7 @@ Chooser = Callable[[Pod, str], "str | None"]  # (pod, cluster) -> node
 class PlanState:
     def __init__(self, snapshot: ClusterSnapshot, problem: Problem) -> None:
         self.snapshot, self.problem = snapshot, problem
-        self.nodes = NodeState(snapshot, dict(problem.class_of))
+        self.nodes = NodeState(snapshot, problem.class_of)
         self.size = {jm.name: jm.current for jm in problem.jobs}
         self.placed: dict[str, str] = {}  # pending pod -> node
         self.evicted: set[str] = set()  # running pods the tentative plan evicts
