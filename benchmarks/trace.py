@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from solver_sched.config.schema import ConfigError, SchedulerConfig, load_config
+from solver_sched.cycle import BACKENDS
 from solver_sched.sim.model import SimParams
 from solver_sched.sim.policies import POLICIES, parse_policies
-from solver_sched.sim.report import plot, results, run_meta, run_policies, table, write
+from solver_sched.sim.report import run_study, table
 from solver_sched.sim.traces import TraceOptions, load_trace
 
 HOUR = 3600.0
@@ -94,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.trace", description=__doc__)
     p.add_argument("--out", type=Path, default=Path("benchmarks/results/trace"))
     p.add_argument("--config", type=Path, help="SchedulerConfig YAML for solver-sched")
-    p.add_argument("--backend", default="cpsat", choices=("cpsat", "milp", "greedy"))
+    p.add_argument("--backend", default="cpsat", choices=BACKENDS)
     p.add_argument("--time-limit", type=float, default=2.0)
     p.add_argument("--policies", default=",".join(POLICIES))
     p.add_argument("--with-philly", action="store_true")
@@ -118,18 +119,21 @@ def main(argv: list[str] | None = None) -> int:
         opts = replace(study.opts, gpus=study.gpus, min_factor=low, max_factor=high)
         jobs = load_trace(study.trace, opts)
         params = SimParams(gpus=study.gpus, cooldown=config.settings.cooldown)
-        runs = run_policies(
-            jobs, policies, params, config, args.backend, args.time_limit, not args.no_progress
+        extra = {"study": study.name, "load": study.opts.load, "mapping": args.mapping}
+        data, _ = run_study(
+            study.trace,
+            jobs,
+            policies,
+            params,
+            config,
+            args.backend,
+            args.time_limit,
+            args.out / study.name,
+            study.name,
+            extra,
+            not args.no_progress,
         )
-        meta = run_meta(study.trace, jobs, params, config, args.backend, args.time_limit) | {
-            "study": study.name,
-            "load": study.opts.load,
-            "mapping": args.mapping,
-        }
-        data = results(runs, meta)
-        out = args.out / study.name
-        write(data, out)
-        plot(data, out, study.name)
+        meta = data["meta"]
         print(
             f"\n== {study.name}: {len(jobs)} jobs ({meta['elastic_jobs']} elastic), "
             f"{meta['offered_gpu_hours']:.0f} GPU-h offered, arrivals over "

@@ -11,15 +11,7 @@ from solver_sched.config.schema import ConfigError, SchedulerConfig, load_config
 from solver_sched.cycle import BACKENDS
 from solver_sched.sim.model import SimParams, Speedup
 from solver_sched.sim.policies import POLICIES, parse_policies
-from solver_sched.sim.report import (
-    BASELINE,
-    plot,
-    results,
-    run_meta,
-    run_policies,
-    table,
-    write,
-)
+from solver_sched.sim.report import BASELINE, run_study, table
 from solver_sched.sim.traces import TRACES, TraceOptions, load_trace
 
 
@@ -112,19 +104,21 @@ def run(args: argparse.Namespace) -> int:
         recheck_cycles=args.recheck,
         speedup=Speedup(args.speedup_alpha),
     )
-    runs = run_policies(
-        jobs, policies, params, config, args.backend, args.time_limit, not args.no_progress
-    )
-    meta = run_meta(args.trace, jobs, params, config, args.backend, args.time_limit) | {
-        "load": args.load,
-        "seed": args.seed,
-        "policies": policies,
-    }
-    data = results(runs, meta)
-    write(data, args.out)
     title = f"{args.trace}, {len(jobs)} jobs, {args.gpus} GPUs, load {args.load:g}"
-    written = [] if args.no_plots else plot(data, args.out, title)
-    offered, span = meta["offered_gpu_hours"], meta["arrival_span_h"]
+    data, written = run_study(
+        args.trace,
+        jobs,
+        policies,
+        params,
+        config,
+        args.backend,
+        args.time_limit,
+        args.out,
+        None if args.no_plots else title,
+        {"load": args.load, "seed": args.seed, "policies": policies},
+        not args.no_progress,
+    )
+    offered, span = data["meta"]["offered_gpu_hours"], data["meta"]["arrival_span_h"]
     print(f"{title}: {offered:.0f} GPU-h offered, arrivals over {span:.1f} h")
     print(table(data))
     if BASELINE not in policies:

@@ -34,6 +34,27 @@ def run_policies(
     return out
 
 
+def run_study(
+    trace: str,
+    jobs: Sequence[TraceJob],
+    policies: Sequence[str],
+    params: SimParams,
+    config: SchedulerConfig,
+    backend: str,
+    time_limit: float,
+    out: Path,
+    title: str | None,
+    extra: dict[str, Any],
+    progress: bool = True,
+) -> tuple[dict[str, Any], list[Path]]:
+    """Every policy on one trace: results.json in ``out``, plots too unless ``title`` is None.
+    Returns the results and the plots written."""
+    runs = run_policies(jobs, policies, params, config, backend, time_limit, progress)
+    data = results(runs, run_meta(trace, jobs, params, config, backend, time_limit) | extra)
+    write(data, out)
+    return data, ([] if title is None else plot(data, out, title))
+
+
 def run_meta(
     trace: str,
     jobs: Sequence[TraceJob],
