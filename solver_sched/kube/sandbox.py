@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 import yaml
 
 from solver_sched.kube.api import ApiError, KubeApi
+from solver_sched.kube.resources import Resource
 
 T = TypeVar("T")
 
@@ -55,12 +56,11 @@ PLURALS = {
 
 
 def path_of(obj: dict[str, Any], name: str | None = None) -> str:
-    api, kind = obj["apiVersion"], obj["kind"]
-    base = f"/api/{api}" if "/" not in api else f"/apis/{api}"
+    kind = obj["kind"]
     ns = (obj.get("metadata") or {}).get("namespace") or (
         None if kind in CLUSTER_SCOPED else "default"
     )
-    coll = f"{base}/namespaces/{ns}/{PLURALS[kind]}" if ns else f"{base}/{PLURALS[kind]}"
+    coll = Resource(kind, obj["apiVersion"], PLURALS[kind]).path(ns)
     return f"{coll}/{name}" if name else coll
 
 

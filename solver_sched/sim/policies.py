@@ -228,11 +228,11 @@ class GreedyElasticPolicy:
 class SnapshotBuilder:
     """SimState -> ClusterSnapshot from domain objects, caching pods and jobs between cycles."""
 
-    def __init__(self, state: SimState, cooldown: timedelta) -> None:
+    def __init__(self, state: SimState) -> None:
         self.nodes = {
             n: Node(name=n, allocatable={res.GPU: state.capacity[n]}) for n in state.nodes
         }
-        self.cooldown = cooldown
+        self.cooldown = state.params.cooldown
         self._pods: dict[tuple[str, str | None], Pod] = {}
         self._jobs: dict[tuple[str, float | None], Job] = {}
 
@@ -308,7 +308,7 @@ class SolverSchedPolicy:
 
     def plan(self, state: SimState, now: float) -> Decisions:
         if self._builder is None:
-            self._builder = SnapshotBuilder(state, state.params.cooldown)
+            self._builder = SnapshotBuilder(state)
         snap = self._builder.snapshot(state)
         result = run_cycle(
             snap, self.config, EPOCH + timedelta(seconds=now), self.backend, self.time_limit
