@@ -178,8 +178,9 @@ class _Victims:
 
         def frees_a_slot(v: int, size: int) -> bool:
             """Whether taking v down to size opens room for one pod of the gang on some node
-            (large pods need their room on one node, not spread over many)."""
-            if per_pod <= 1 or blocked:
+            (large pods need their room on one node, not spread over many). While a queue still
+            blocks the start, any take-back in it helps; once none does, only node room counts."""
+            if per_pod <= 1 or (blocked and st.quota_blocks(j, target)):
                 return True
             released: dict[str, int] = {}
             for pod in change_to(st.snapshot, st.snapshot.jobs[jobs[v].name], size).evict:

@@ -1,9 +1,19 @@
-"""Greedy's victim search: take-backs that a queue's min refuses cost nothing of its step budget."""
+"""Greedy's victim search: which take-backs it tries, and which cost nothing of its step budget."""
 
 import pytest
 
+from solver_sched.formulation.prepare import prepare
 from solver_sched.solvers import greedy
-from tests.support.builders import gang, node, plan, quota_tree, snapshot, workers_after
+from tests.support.builders import (
+    NOW,
+    config,
+    gang,
+    node,
+    plan,
+    quota_tree,
+    snapshot,
+    workers_after,
+)
 
 
 def test_victims_in_a_queue_at_its_min_do_not_use_up_the_search(
@@ -135,3 +145,31 @@ def test_a_high_priority_partial_gang_completes_by_preemption() -> None:
     result = plan(snap, "greedy")
     assert result.violations == []
     assert workers_after(snap, result.plan) == {"default/hi": 4, "default/low": 0}
+
+
+def test_once_the_quota_allows_a_start_only_take_backs_that_open_a_node_slot_are_taken() -> None:
+    # root (max 22 GPUs) holds 18; big needs one 8-GPU pod, so the quota asks for 4 GPUs back and
+    # a node for 8 GPUs. Shrinking a and b clears the quota; then breaking c or d would leave
+    # their nodes at 7 free GPUs, and only breaking g opens a slot (on n3). Before, every
+    # take-back counted while the quota had blocked the start at first: c, d and g were broken.
+    tree = quota_tree({"name": "root", "namespaces": ["default"], "max": {"nvidia.com/gpu": "22"}})
+    elastic = {"min_member": 1, "max_member": 4, "size_policy": "power-of-two"}
+    snap = snapshot(
+        node("n1", gpus=8),
+        node("n2", gpus=8),
+        node("n3", gpus=8),
+        tree,
+        gang("a", 4, running_on=["n1"] * 4, priority=0, **elastic),
+        gang("b", 4, running_on=["n2"] * 4, priority=1, **elastic),
+        gang("c", 4, running_on=["n1"] * 4, priority=5),
+        gang("d", 4, running_on=["n2"] * 4, priority=5),
+        gang("g", 2, running_on=["n3"] * 2, priority=5),
+        gang("big", 1, gpus=8, priority=100),
+    )
+    problem = prepare(snap, config().weights, config().settings, NOW)
+    st = greedy.greedy_plan(snap, problem)
+    assert st.size["default/big"] == 1
+    assert (st.size["default/c"], st.size["default/d"], st.size["default/g"]) == (4, 4, 0)
+    result = plan(snap, "greedy")
+    assert result.violations == []
+    assert workers_after(snap, result.plan)["default/big"] == 1
