@@ -5,7 +5,9 @@
    their min (reclaim), then the rest -- highest priority first, then longest waiting: place the
    guaranteed part best-fit; if it does not fit, take victims one at a time (elastic surplus of any
    job first, then whole gangs its start may preempt, lowest priority first) until it fits, or roll
-   everything back. A partial gang that cannot be completed is evicted.
+   everything back. A partial gang that cannot be completed is evicted. Victims keep every queue
+   at its floor; failing that, a start may take its own queue below its floor if the queue's next
+   waiting gangs then start in the room and bring it back (the model's replacement).
 3. Elastic growth, highest priority first: each job grows to the largest allowed size that fits.
 Every step respects the queue rows, so the result maps onto the model as a complete CP-SAT hint; it
 is also always a candidate plan, so the emitted plan is never worse than greedy's.
@@ -14,11 +16,11 @@ is also always a candidate plan, so the emitted plan is never worse than greedy'
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from solver_sched.domain import resources as res
 from solver_sched.domain.snapshot import ClusterSnapshot
-from solver_sched.formulation.problem import Problem
+from solver_sched.formulation.problem import JobModel, Problem
 from solver_sched.formulation.sizes import change_to
 from solver_sched.formulation.state import PlanState
 from solver_sched.solvers.result import Assignment
@@ -64,11 +66,11 @@ def greedy_plan(snapshot: ClusterSnapshot, problem: Problem) -> PlanState:
             r = leaf_row.get(jm.queue)
             if phase == "reclaim" and (r is None or _min_gpus_left(st, r) <= 0):
                 continue
-            target = min(
-                (o.size for o in jm.options if o.size >= jm.current and o.size > 0), default=None
-            )
+            target = _target(jm)
             decided.add(j)  # tried once: the cluster only gets fuller after this
-            if target is None or not victims.start(j, target, fired.get(j, set())):
+            if target is None or not _start(
+                st, victims, j, target, fired.get(j, set()), order, decided
+            ):
                 st.resize(j, 0)
     for j in order:  # 3. elastic growth
         jm = jobs[j]
@@ -82,6 +84,63 @@ def greedy_plan(snapshot: ClusterSnapshot, problem: Problem) -> PlanState:
 
 
 MAX_VICTIM_STEPS = 64  # a gang that still does not fit after this many take-backs waits
+
+
+def _target(jm: JobModel) -> int | None:
+    """The smallest allowed size a gang starts at (a partial gang: at least what it runs)."""
+    return min((o.size for o in jm.options if o.size >= jm.current and o.size > 0), default=None)
+
+
+def _floor_debt(st: PlanState, rows: Iterable[int]) -> set[int]:
+    """The rows among ``rows`` whose usage is below their floor."""
+    quotas = st.problem.quotas
+    return {
+        r for r in rows if any(st.usage[r].get(name, 0) < f for name, f in quotas[r].floor.items())
+    }
+
+
+def _start(
+    st: PlanState,
+    victims: _Victims,
+    j: int,
+    target: int,
+    fired: set[str],
+    order: list[int],
+    decided: set[int],
+) -> bool:
+    """Start j, taking victims that keep every queue at its floor; failing that, and if the
+    floors of j's own queues were what stopped it, taking victims below them and refilling."""
+    if victims.start(j, target, fired):
+        return True
+    if not victims.own_floor_refused:
+        return False
+    mark = st.mark()
+    if victims.start(j, target, fired, debt=True) and _refill(st, j, order, decided):
+        return True
+    st.rollback(mark)
+    return False
+
+
+def _refill(st: PlanState, j: int, order: list[int], decided: set[int]) -> bool:
+    """A start may break lower-priority gangs of its own queue below the queue's min, as the model
+    allows, when other gangs of that queue start in their place: those are started here, in
+    order, until every floor holds again. False when they cannot: the caller rolls back."""
+    debt = _floor_debt(st, st.rows_of.get(j, ()))
+    if not debt:
+        return True
+    jobs = st.problem.jobs
+    started: list[int] = []
+    for h in order:
+        if h in decided or not jobs[h].starting or not debt <= set(st.rows_of.get(h, ())):
+            continue
+        size = _target(jobs[h])
+        if size is not None and st.resize(h, size):
+            started.append(h)
+            debt = _floor_debt(st, debt)
+            if not debt:
+                decided.update(started)
+                return True
+    return False
 
 
 def _min_gpus_left(st: PlanState, r: int) -> int:
@@ -118,6 +177,7 @@ class _Victims:
         self._merged: dict[frozenset[str], list[int]] = {}
         self.floor_rows = [r for r, row in enumerate(st.problem.quotas) if row.floor]
         self.taken = False  # whether victims were taken since the shrinkable list was pruned
+        self.own_floor_refused = False  # the last start was refused victims by its queues' floors
         self.smaller = {  # positive sizes a shrinkable job may take, largest first
             v: sorted((o.size for o in jobs[v].options[1:]), reverse=True) for v in self.shrinkable
         }
@@ -130,7 +190,7 @@ class _Victims:
             self._merged[fired] = sorted(union, key=lambda v: (jobs[v].priority, jobs[v].name))
         return self._merged[fired]
 
-    def start(self, j: int, target: int, fired: set[str]) -> bool:
+    def start(self, j: int, target: int, fired: set[str], debt: bool = False) -> bool:
         st, jobs = self.st, self.st.problem.jobs
         if st.resize(j, target):
             return True
@@ -145,14 +205,18 @@ class _Victims:
         blocked = {r for r, _ in st.quota_blocks(j, target, first_only=False)}
         quotas = st.problem.quotas
         coming = {r: delta for r in st.rows_of.get(j, ())}
+        # With debt, the floors of j's own queues may be crossed: _refill settles them or undoes.
+        own = set(coming) if debt else set()
         at_floor = {  # queues at their min even with the start: none of their jobs may shrink
             r
             for r in self.floor_rows
-            if any(
+            if r not in own
+            and any(
                 st.usage[r].get(name, 0) + coming.get(r, {}).get(name, 0) <= f
                 for name, f in quotas[r].floor.items()
             )
         }
+        self.own_floor_refused = bool(at_floor.intersection(coming))
 
         def rows_help(key: tuple[int, ...]) -> bool:
             """Under a blocking queue only its own jobs make room; a queue at its min gives none."""
@@ -207,7 +271,9 @@ class _Victims:
             if size >= st.size[jobs[v].name] or not frees_a_slot(v, size):
                 continue
             # A shrink can only break a floor; refused ones cost no node work and are not counted.
-            if st.quota_blocks(v, size, credit=coming):
+            hits = [r for r, _ in st.quota_blocks(v, size, False, coming) if r not in own]
+            if hits:
+                self.own_floor_refused |= not set(hits).isdisjoint(coming)
                 continue
             taken += 1
             if not st.resize(v, size, check_quota=False):

@@ -2,6 +2,7 @@
 
 import pytest
 
+from solver_sched.domain.snapshot import ClusterSnapshot
 from solver_sched.formulation.prepare import prepare
 from solver_sched.solvers import greedy
 from tests.support.builders import (
@@ -173,3 +174,48 @@ def test_once_the_quota_allows_a_start_only_take_backs_that_open_a_node_slot_are
     result = plan(snap, "greedy")
     assert result.violations == []
     assert workers_after(snap, result.plan)["default/big"] == 1
+
+
+def _refill_case(fill_gpus: int) -> ClusterSnapshot:
+    """Queue a borrows (low: 4 GPUs, min 3) on a full 8-GPU node; hi (1 GPU) and fill (low's
+    priority: it may not break low itself) wait in a."""
+    tree = quota_tree(
+        {
+            "name": "root",
+            "children": [
+                {"name": "a", "namespaces": ["team-a"], "min": {"nvidia.com/gpu": "3"}},
+                {"name": "b", "namespaces": ["team-b"]},
+            ],
+        }
+    )
+    return snapshot(
+        node("n", gpus=8),
+        tree,
+        gang("low", 4, namespace="team-a", running_on=["n"] * 4, priority=0),
+        gang("b1", 4, namespace="team-b", running_on=["n"] * 4, priority=0),
+        gang("hi", 1, namespace="team-a", priority=100),
+        gang("fill", fill_gpus, namespace="team-a", priority=0),
+    )
+
+
+def test_a_gang_may_break_below_its_queues_min_when_other_gangs_of_the_queue_refill_it() -> None:
+    # hi may break low, which takes a to 1 GPU, below its min; fill (3 GPUs) then starts in the
+    # room, and a is back at 4. Before, greedy refused the break and started nothing; the model
+    # did the replacement.
+    snap = _refill_case(fill_gpus=3)
+    for backend in ("greedy", "cpsat"):
+        result = plan(snap, backend)
+        assert result.violations == []
+        after = workers_after(snap, result.plan)
+        assert after == {"team-a/low": 0, "team-b/b1": 4, "team-a/hi": 1, "team-a/fill": 3}, backend
+
+
+def test_a_break_below_the_queues_min_is_undone_when_nothing_refills_it() -> None:
+    # fill needs 4 GPUs: after hi and its break only 3 are free, so a would stay below its min.
+    # hi's start is rolled back with its break, and low keeps running.
+    snap = _refill_case(fill_gpus=4)
+    for backend in ("greedy", "cpsat"):
+        result = plan(snap, backend)
+        assert result.violations == []
+        after = workers_after(snap, result.plan)
+        assert after == {"team-a/low": 4, "team-b/b1": 4, "team-a/hi": 0, "team-a/fill": 0}, backend
