@@ -2,7 +2,8 @@
 
 1. Jobs at a size their policy no longer allows shrink to the largest allowed size below.
 2. Gangs to start -- partial gangs first (completed or released), then those of queues below
-   their min (reclaim), then the rest -- highest priority first, then longest waiting: place the
+   their min (reclaim: first the gangs that fit in what is left of the min, then any), then the
+   rest -- highest priority first, then longest waiting: place the
    guaranteed part best-fit; if it does not fit, take victims one at a time (elastic surplus of any
    job first, then whole gangs its start may preempt, lowest priority first) until it fits, or roll
    everything back. A partial gang that cannot be completed is evicted. Victims keep every queue
@@ -56,17 +57,26 @@ def greedy_plan(snapshot: ClusterSnapshot, problem: Problem) -> PlanState:
     decided: set[int] = set()
     # 2. Gangs to start. First, partial gangs are completed (taking victims as any start may) or
     # released: a partial gang goes whatever the queue floors say, so it is settled before any
-    # other start counts on a floor's slack. Then the gangs of queues below their min (reclaim),
-    # then the rest.
-    for phase in ("partial", "reclaim", "rest"):
+    # other start counts on a floor's slack. Then the gangs of queues below their min (reclaim):
+    # first those that fit in what is left of their queue's min, since a GPU of min covered
+    # outweighs priority across queues (quotaMin) and an overshooting gang would take room other
+    # queues' mins need; then any. Then the rest.
+    for phase in ("partial", "within-min", "reclaim", "rest"):
         for j in order:
             jm = jobs[j]
             if not jm.starting or j in decided or (phase == "partial" and not jm.current):
                 continue
             r = leaf_row.get(jm.queue)
-            if phase == "reclaim" and (r is None or _min_gpus_left(st, r) <= 0):
+            if phase in ("within-min", "reclaim") and (r is None or _min_gpus_left(st, r) <= 0):
                 continue
             target = _target(jm)
+            if (
+                phase == "within-min"
+                and target is not None
+                and r is not None
+                and jm.guaranteed_gpus_at(target) > _min_gpus_left(st, r)
+            ):
+                continue
             decided.add(j)  # tried once: the cluster only gets fuller after this
             if target is None or not _start(
                 st, victims, j, target, fired.get(j, set()), order, decided

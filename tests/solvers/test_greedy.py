@@ -219,3 +219,29 @@ def test_a_break_below_the_queues_min_is_undone_when_nothing_refills_it() -> Non
         assert result.violations == []
         after = workers_after(snap, result.plan)
         assert after == {"team-a/low": 4, "team-b/b1": 4, "team-a/hi": 0, "team-a/fill": 0}, backend
+
+
+def test_gangs_that_fit_in_their_queues_min_start_before_gangs_that_overshoot_it() -> None:
+    # Both queues are below their min. big (priority 100) would cover 2 GPUs of a's min and use 4
+    # more; small covers 6 GPUs of b's min. Covering mins outweighs priority across queues (the
+    # quotaMin weight), so small goes first; big no longer fits. Before, big went first (priority
+    # order) and small waited.
+    tree = quota_tree(
+        {
+            "name": "root",
+            "children": [
+                {"name": "a", "namespaces": ["team-a"], "min": {"nvidia.com/gpu": "2"}},
+                {"name": "b", "namespaces": ["team-b"], "min": {"nvidia.com/gpu": "6"}},
+            ],
+        }
+    )
+    snap = snapshot(
+        node("n", gpus=8),
+        tree,
+        gang("big", 6, namespace="team-a", priority=100),
+        gang("small", 6, namespace="team-b", priority=0),
+    )
+    for backend in ("greedy", "cpsat"):
+        result = plan(snap, backend)
+        assert result.violations == []
+        assert workers_after(snap, result.plan) == {"team-a/big": 0, "team-b/small": 6}, backend
