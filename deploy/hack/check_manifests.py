@@ -476,6 +476,7 @@ class Server:
             ("create", "", "pods", "binding", "team-a", "p"),
             ("create", "", "pods", "eviction", "team-a", "p"),
             ("patch", "", "pods", "status", "team-a", "p"),
+            ("patch", "kubeflow.org", "pytorchjobs", None, "team-a", "j"),  # last-scale-time
         ]
         for g in ("", "events.k8s.io"):
             allowed += [
@@ -523,7 +524,7 @@ class Server:
             ("create", "scheduling.x-k8s.io", "podgroups", None, "team-a", None),
             ("delete", "scheduling.x-k8s.io", "podgroups", None, "team-a", "pg"),
             ("patch", "scheduling.sigs.k8s.io", "elasticquotatrees", None, "kube-system", "t"),
-            ("patch", "kubeflow.org", "pytorchjobs", None, "team-a", "j"),
+            ("update", "kubeflow.org", "pytorchjobs", None, "team-a", "j"),
             ("update", "kubeflow.org", "pytorchjobs", "scale", "team-a", "j"),
             ("create", "apiextensions.k8s.io", "customresourcedefinitions", None, None, None),
             ("get", "policy", "poddisruptionbudgets", None, "team-a", None),

@@ -365,10 +365,17 @@ def _job_definition(
     kind, _, ref = key.partition(":")
     ns, _, group = ref.partition("/")
     name = f"{ns}/{group}"
-    if kind == "kubeflow":
+    if kind == "kubeflow":  # no PodGroup: the PyTorchJob carries the annotations, if there is one
         pj = pytorch.get((ns, group))
         lo, hi, src = _pytorch_range(pj, len(plist))
-        return _finish(b, Job(name=name, min_pods=lo, max_pods=hi, source=src, **base))
+        invalid = None
+        if pj is not None:
+            fld = "spec.elasticPolicy.minReplicas"
+            scaling, invalid = _scaling(b, src, pj.metadata.annotations, lo, fld, None)
+            base = {**base, **scaling}
+        return _finish(
+            b, Job(name=name, min_pods=lo, max_pods=hi, source=src, invalid=invalid, **base)
+        )
     api = {"sp": SP_GROUPS, "volcano": (VOLCANO_GROUP,), "k8s": (K8S_GROUP,)}[kind]
     pg = next((groups[(g, ns, group)] for g in api if (g, ns, group) in groups), None)
     if pg is None:
@@ -447,6 +454,29 @@ def _from_podgroup(
                     f"metadata.annotations[{ANN}max-member]",
                     f"{ANN}max-member {max_member} < {fld} {min_member}",
                 )
+    scaling, invalid = _scaling(b, obj, anns, min_member, fld, invalid)
+    fields = {**base, **scaling}
+    if pg.spec.priority_class_name and pg.spec.priority_class_name in b.priority_classes:
+        fields["priority"] = b.priority_classes[pg.spec.priority_class_name]
+    if pg.metadata.creation_timestamp:
+        fields["created"] = pg.metadata.creation_timestamp
+    if pg.spec.schedule_timeout_seconds is not None and pg.spec.schedule_timeout_seconds > 0:
+        fields["schedule_timeout"] = timedelta(seconds=pg.spec.schedule_timeout_seconds)
+    return Job(
+        name=name,
+        min_pods=min_member,
+        max_pods=max_member,
+        source=obj,
+        invalid=invalid,
+        **fields,
+    )
+
+
+def _scaling(
+    b: _Build, obj: str, anns: dict[str, str], min_member: int, fld: str, invalid: str | None
+) -> tuple[dict[str, Any], str | None]:
+    """size_policy, cooldown and last_scale_time from the solver-sched.io annotations of the
+    object that defines the job (a PodGroup, or a PyTorchJob that has none), and the first error."""
     policy = SizePolicy.ANY
     text = anns.get(f"{ANN}size-policy", "any")
     try:
@@ -479,23 +509,7 @@ def _from_podgroup(
                 f"metadata.annotations[{ANN}last-scale-time]",
                 f"not RFC 3339: {anns[f'{ANN}last-scale-time']!r}",
             )
-    fields = {**base, "cooldown": cooldown}
-    if pg.spec.priority_class_name and pg.spec.priority_class_name in b.priority_classes:
-        fields["priority"] = b.priority_classes[pg.spec.priority_class_name]
-    if pg.metadata.creation_timestamp:
-        fields["created"] = pg.metadata.creation_timestamp
-    if pg.spec.schedule_timeout_seconds is not None and pg.spec.schedule_timeout_seconds > 0:
-        fields["schedule_timeout"] = timedelta(seconds=pg.spec.schedule_timeout_seconds)
-    return Job(
-        name=name,
-        min_pods=min_member,
-        max_pods=max_member,
-        size_policy=policy,
-        last_scale_time=last,
-        source=obj,
-        invalid=invalid,
-        **fields,
-    )
+    return {"size_policy": policy, "cooldown": cooldown, "last_scale_time": last}, invalid
 
 
 def _finish(b: _Build, job: Job) -> Job:

@@ -35,6 +35,7 @@ NODES = Resource("Node", "v1", "nodes")
 PODS = Resource("Pod", "v1", "pods")
 PRIORITY_CLASSES = Resource("PriorityClass", "scheduling.k8s.io/v1", "priorityclasses")
 CONFIG_MAPS = Resource("ConfigMap", "v1", "configmaps")
+PYTORCH_JOBS = Resource("PyTorchJob", "kubeflow.org/v1", "pytorchjobs", optional=True)
 
 WATCHED: tuple[Resource, ...] = (
     NODES,
@@ -47,7 +48,7 @@ WATCHED: tuple[Resource, ...] = (
     Resource(
         "ElasticQuotaTree", "scheduling.sigs.k8s.io/v1beta1", "elasticquotatrees", optional=True
     ),
-    Resource("PyTorchJob", "kubeflow.org/v1", "pytorchjobs", optional=True),
+    PYTORCH_JOBS,
 )
 
 POD_GROUP_APIS = {r.api_version.split("/")[0]: r for r in WATCHED if r.kind == "PodGroup"}

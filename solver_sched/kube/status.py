@@ -16,7 +16,7 @@ from typing import Any
 from solver_sched.domain.plan import Plan
 from solver_sched.domain.snapshot import ClusterSnapshot, InputError
 from solver_sched.kube.api import ApiError, KubeApi
-from solver_sched.kube.resources import POD_GROUP_APIS, WATCHED
+from solver_sched.kube.resources import POD_GROUP_APIS, PYTORCH_JOBS, WATCHED
 from solver_sched.kube.store import ObjectStore
 
 log = logging.getLogger(__name__)
@@ -178,10 +178,21 @@ class StatusWriter:
                 log.warning("PodGroup status %s: %s", job, exc)
 
     def last_scale_time(self, job: str, now: datetime) -> None:
-        ref = self.group_ref(job)
-        if ref is None or not self.may_act():
+        """Stamp the object that defines the job: its PodGroup, else (a Kubeflow job without one)
+        its PyTorchJob. The snapshot reads the stamp back from there to start the cooldown."""
+        if not self.may_act():
             return
-        path = f"/apis/{ref['apiVersion']}/namespaces/{ref['namespace']}/podgroups/{ref['name']}"
+        ref = self.group_ref(job)
+        if ref is not None:
+            ns, name, plural = ref["namespace"], ref["name"], "podgroups"
+            api = ref["apiVersion"]
+        elif self.store.get(PYTORCH_JOBS.key, job) is not None:
+            (ns, name), plural = job.split("/", 1), PYTORCH_JOBS.plural
+            api = PYTORCH_JOBS.api_version
+        else:
+            log.warning("cooldown of %s: no PodGroup or PyTorchJob to record it on", job)
+            return
+        path = f"/apis/{api}/namespaces/{ns}/{plural}/{name}"
         patch = {"metadata": {"annotations": {LAST_SCALE: rfc3339(now)}}}
         try:
             self.api.request("PATCH", path, body=patch, content_type="application/merge-patch+json")

@@ -101,6 +101,16 @@ def test_controller_runs_with_least_privilege_rbac(
     assert lease["spec"]["holderIdentity"] == "solver-sched-0"
     group = kube.api.get("/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups/low")
     assert "solver-sched.io/last-scale-time" in group["metadata"]["annotations"]
+    # A PyTorchJob without a PodGroup carries its last-scale-time itself (the sample's, here).
+    as_scheduler = KubeApi(load_client(kubeconfig))
+    as_scheduler.request(
+        "PATCH",
+        "/apis/kubeflow.org/v1/namespaces/team-b/pytorchjobs/elastic",
+        body={
+            "metadata": {"annotations": {"solver-sched.io/last-scale-time": "2026-01-01T12:00:00Z"}}
+        },
+        content_type="application/merge-patch+json",
+    )
     assert any(e["reason"] == "Resized" for e in kube.events("default", "low"))
 
 

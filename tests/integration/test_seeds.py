@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from solver_sched.io import manifests as m
 from solver_sched.kube.controller import Controller
 from tests.integration.kube import ROOT, Kube, wait_for
 
@@ -87,6 +88,62 @@ def test_cooldown_holds_scale_out(kube: Kube, start_controller: Callable[..., Co
         PG, "elastic", {"metadata": {"annotations": {"solver-sched.io/last-scale-time": old}}}
     )
     wait_for("scale out to 16", lambda: kube.bound("default", "elastic-") == 16)
+
+
+def test_pytorchjob_without_podgroup_keeps_its_cooldown_on_the_pytorchjob(
+    kube: Kube, start_controller: Callable[..., Controller]
+) -> None:
+    # An elastic PyTorchJob (1..4 workers) with no PodGroup runs 2 workers; 2 more wait and the
+    # node has room. Its recent last-scale-time holds the scale-out; an old one lets it happen,
+    # and the scheduler then stamps the PyTorchJob itself (it has no PodGroup to carry it).
+    recent = (datetime.now(UTC) - timedelta(minutes=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    pj = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {
+            "name": "ptj",
+            "namespace": "default",
+            "annotations": {
+                "solver-sched.io/size-policy": "power-of-two",
+                "solver-sched.io/last-scale-time": recent,
+            },
+        },
+        "spec": {
+            "elasticPolicy": {"minReplicas": 1, "maxReplicas": 4},
+            "pytorchReplicaSpecs": {"Worker": {"replicas": 4}},
+        },
+    }
+    labels = {"training.kubeflow.org/job-name": "ptj"}
+    pods = [
+        m.pod(f"ptj-worker-{i}", labels={**labels, "training.kubeflow.org/replica-index": str(i)})
+        for i in range(4)
+    ]
+    pods[0]["spec"]["nodeName"] = pods[1]["spec"]["nodeName"] = "n1"
+    kube.create(m.node("n1", gpus=8))
+    kube.create(pj)
+    try:
+        kube.create_all(pods)
+        kube.set_running("default/ptj-worker-0")
+        kube.set_running("default/ptj-worker-1")
+        controller = start_controller()
+        wait_for("a few cycles", lambda: controller.cycles >= 3)
+        assert kube.bound("default", "ptj-") == 2
+        msg = wait_for("reason on a waiting pod", lambda: _condition(kube, "ptj-worker-3"))
+        assert msg.startswith("cooldown until")
+        old = (datetime.now(UTC) - timedelta(minutes=11)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        before = datetime.now(UTC).replace(microsecond=0)
+        kube.patch(
+            pj, "ptj", {"metadata": {"annotations": {"solver-sched.io/last-scale-time": old}}}
+        )
+        wait_for("scale out to 4", lambda: kube.bound("default", "ptj-") == 4)
+
+        def stamped() -> bool:
+            anns = kube.get(pj, "ptj")["metadata"].get("annotations", {})
+            return datetime.fromisoformat(anns["solver-sched.io/last-scale-time"]) >= before
+
+        wait_for("last-scale-time on the PyTorchJob", stamped)
+    finally:
+        kube.delete(pj, "ptj")
 
 
 def test_quota_and_max_jobs(kube: Kube, start_controller: Callable[..., Controller]) -> None:

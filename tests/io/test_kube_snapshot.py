@@ -618,6 +618,39 @@ def test_kubeflow_label_without_podgroup_forms_the_job(
     assert job.pods == tuple(f"default/pt-worker-{i}" for i in range(4))
 
 
+def test_kubeflow_job_without_podgroup_reads_scaling_annotations_from_its_pytorchjob() -> None:
+    pj = pytorchjob("pt", workers=4, lo=2, hi=8)
+    pj["metadata"]["annotations"] = {
+        "solver-sched.io/size-policy": "power-of-two",
+        "solver-sched.io/cooldown": "5m",
+        "solver-sched.io/last-scale-time": "2026-01-01T11:58:00Z",
+    }
+    job = snap(pj, kubeflow_pods("pt", 4, group=False)).jobs["default/pt"]
+    assert job.invalid is None
+    assert job.allowed_sizes() == (2, 4)  # powers of two up to the 4 pods that exist (not 3)
+    assert job.cooldown == timedelta(minutes=5)
+    assert job.last_scale_time == datetime(2026, 1, 1, 11, 58, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("annotation", "value", "field"),
+    [
+        ("last-scale-time", "yesterday", "metadata.annotations[solver-sched.io/last-scale-time]"),
+        ("cooldown", "soon", "metadata.annotations[solver-sched.io/cooldown]"),
+        ("size-policy", "odd", "metadata.annotations[solver-sched.io/size-policy]"),
+    ],
+)
+def test_kubeflow_job_without_podgroup_with_a_bad_annotation_is_invalid(
+    annotation: str, value: str, field: str
+) -> None:
+    pj = pytorchjob("pt", workers=4, lo=2, hi=8)
+    pj["metadata"]["annotations"] = {f"solver-sched.io/{annotation}": value}
+    s = snap(pj, kubeflow_pods("pt", 4, group=False))
+    job = s.jobs["default/pt"]
+    assert job.invalid is not None
+    assert "PyTorchJob default/pt" in job.invalid and field in job.invalid
+
+
 def test_kubeflow_label_without_podgroup_min_above_max_is_invalid() -> None:
     s = snap(pytorchjob("pt", workers=4, lo=4, hi=2), kubeflow_pods("pt", 4, group=False))
     job = s.jobs["default/pt"]
