@@ -5,7 +5,7 @@ Every change is journaled so a gang that does not fit is rolled back whole (all-
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from solver_sched.domain import resources as res
 from solver_sched.domain.cluster import Pod
@@ -41,6 +41,15 @@ class PlanState:
                 count += jm.current > 0
             self.usage.append(u)
             self.running_jobs.append(count)
+        # Running usage of jobs whose size must change anyway (partial or irregular): the floors
+        # leave it out (prepare), so floor checks leave it out until the job is settled.
+        self.unsettled = {
+            j for j, jm in enumerate(problem.jobs) if not jm.running_ok and jm.current > 0
+        }
+        self.forced: list[dict[str, int]] = [{} for _ in problem.quotas]
+        for j in self.unsettled:
+            for r in self.rows_of.get(j, ()):
+                self.forced[r] = res.add(self.forced[r], self._usage(j, problem.jobs[j].current))
         self._journal: list[Callable[[], None]] = []
         self.covered = [  # per row: GPUs of guaranteed parts (queue-min coverage, for reclaim)
             sum(problem.jobs[j].guaranteed_gpus_at(problem.jobs[j].current) for j in row.jobs)
@@ -79,11 +88,33 @@ class PlanState:
         out: list[tuple[int, str]] = []
         for r in self.rows_of.get(j, ()):
             coming = credit.get(r, {}) if credit else {}
+            if self.forced[r]:  # floors count neither other unsettled jobs nor j's old usage
+                excluded = res.sub(self.forced[r], old) if j in self.unsettled else self.forced[r]
+                coming = res.sub(coming, excluded)
             hit = self._row_block(r, old, new, was_running, size, coming)
             if hit:
                 out.append((r, hit))
                 if first_only:
                     break
+        return out
+
+    def below_floor(self, r: int, coming: res.Resources | None = None) -> bool:
+        """Whether row r is at or below its floor (with ``coming`` usage on its way), counting
+        no unsettled job: at the floor, nothing of the row may shrink."""
+        usage, forced, coming = self.usage[r], self.forced[r], coming or {}
+        return any(
+            usage.get(name, 0) - forced.get(name, 0) + coming.get(name, 0) <= f
+            for name, f in self.problem.quotas[r].floor.items()
+        )
+
+    def floor_debt(self, rows: Iterable[int]) -> set[int]:
+        """The rows among ``rows`` whose usage (counting no unsettled job) is under their floor."""
+        out = set()
+        for r in rows:
+            usage, forced = self.usage[r], self.forced[r]
+            floor = self.problem.quotas[r].floor
+            if any(usage.get(n, 0) - forced.get(n, 0) < f for n, f in floor.items()):
+                out.add(r)
         return out
 
     def change(self, j: int, size: int) -> dict[str, int]:
@@ -225,17 +256,26 @@ class PlanState:
         jm = self.problem.jobs[j]
         covered = jm.guaranteed_gpus_at(size) - jm.guaranteed_gpus_at(old)
         rows = self.rows_of.get(j, ())
+        settles = j in self.unsettled  # its new size is a decision: floors count it from now on
+        forced_u = self._usage(j, jm.current) if settles else {}
         for r in rows:
             self.usage[r] = res.add(res.sub(self.usage[r], old_u), new_u)
             self.running_jobs[r] += int(size > 0) - int(old > 0)
             self.covered[r] += covered
+            if settles:
+                self.forced[r] = res.sub(self.forced[r], forced_u)
         self.size[name] = size
+        self.unsettled.discard(j)
 
         def undo() -> None:
             for r in rows:
                 self.usage[r] = res.add(res.sub(self.usage[r], new_u), old_u)
                 self.running_jobs[r] -= int(size > 0) - int(old > 0)
                 self.covered[r] -= covered
+                if settles:
+                    self.forced[r] = res.add(self.forced[r], forced_u)
             self.size[name] = old
+            if settles:
+                self.unsettled.add(j)
 
         self._journal.append(undo)

@@ -370,7 +370,8 @@ def _job_definition(
         lo, hi, src = _pytorch_range(pj, len(plist))
         invalid = None
         if pj is not None:
-            fld = "spec.elasticPolicy.minReplicas"
+            # min counts the non-Worker replicas too: the field is the policy, not minReplicas
+            fld = "spec.elasticPolicy" if pj.spec.elastic_policy else "spec.pytorchReplicaSpecs"
             scaling, invalid = _scaling(b, src, pj.metadata.annotations, lo, fld, None)
             base = {**base, **scaling}
         return _finish(
@@ -513,7 +514,7 @@ def _scaling(
 
 
 def _finish(b: _Build, job: Job) -> Job:
-    if job.max_pods < job.min_pods:
+    if job.max_pods < job.min_pods and job.invalid is None:  # keep the first error
         return replace(
             job,
             invalid=b.error(

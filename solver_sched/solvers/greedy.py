@@ -17,7 +17,7 @@ is also always a candidate plan, so the emitted plan is never worse than greedy'
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 
 from solver_sched.domain import resources as res
 from solver_sched.domain.snapshot import ClusterSnapshot
@@ -58,10 +58,13 @@ def greedy_plan(snapshot: ClusterSnapshot, problem: Problem) -> PlanState:
     # 2. Gangs to start. First, partial gangs are completed (taking victims as any start may) or
     # released: a partial gang goes whatever the queue floors say, so it is settled before any
     # other start counts on a floor's slack. Then the gangs of queues below their min (reclaim):
-    # first those that fit in what is left of their queue's min, since a GPU of min covered
-    # outweighs priority across queues (quotaMin) and an overshooting gang would take room other
-    # queues' mins need; then any. Then the rest.
+    # first those that fit in what is left of their queue's min ("within-min"), then any. A gang
+    # that would overshoot its queue's min waits for the second pass only if its tier weighs less
+    # per GPU than quotaMin (then the min other queues still lack is worth more than the
+    # overshoot), and with it the rest of its queue, which keeps its own priority order. Then the
+    # rest.
     for phase in ("partial", "within-min", "reclaim", "rest"):
+        held: set[str] = set()  # within-min: queues whose next gang overshoots their min
         for j in order:
             jm = jobs[j]
             if not jm.starting or j in decided or (phase == "partial" and not jm.current):
@@ -70,18 +73,23 @@ def greedy_plan(snapshot: ClusterSnapshot, problem: Problem) -> PlanState:
             if phase in ("within-min", "reclaim") and (r is None or _min_gpus_left(st, r) <= 0):
                 continue
             target = _target(jm)
-            if (
-                phase == "within-min"
-                and target is not None
-                and r is not None
-                and jm.guaranteed_gpus_at(target) > _min_gpus_left(st, r)
+            if phase == "within-min" and (
+                jm.queue in held
+                or (
+                    target is not None
+                    and r is not None
+                    and jm.guaranteed_gpus_at(target) > _min_gpus_left(st, r)
+                    and jm.tier_weight < problem.quota_min_weight
+                )
             ):
+                held.add(jm.queue)
                 continue
             decided.add(j)  # tried once: the cluster only gets fuller after this
+            debt = phase != "partial"  # refills start gangs: not before every partial one settled
             if target is None or not _start(
-                st, victims, j, target, fired.get(j, set()), order, decided
+                st, victims, j, target, fired.get(j, set()), order, decided, debt
             ):
-                st.resize(j, 0)
+                st.resize(j, 0, check_quota=False)  # a partial gang goes whatever floors say
     for j in order:  # 3. elastic growth
         jm = jobs[j]
         size = st.size[jm.name]
@@ -101,14 +109,6 @@ def _target(jm: JobModel) -> int | None:
     return min((o.size for o in jm.options if o.size >= jm.current and o.size > 0), default=None)
 
 
-def _floor_debt(st: PlanState, rows: Iterable[int]) -> set[int]:
-    """The rows among ``rows`` whose usage is below their floor."""
-    quotas = st.problem.quotas
-    return {
-        r for r in rows if any(st.usage[r].get(name, 0) < f for name, f in quotas[r].floor.items())
-    }
-
-
 def _start(
     st: PlanState,
     victims: _Victims,
@@ -117,12 +117,13 @@ def _start(
     fired: set[str],
     order: list[int],
     decided: set[int],
+    debt: bool = True,
 ) -> bool:
     """Start j, taking victims that keep every queue at its floor; failing that, and if the
     floors of j's own queues were what stopped it, taking victims below them and refilling."""
     if victims.start(j, target, fired):
         return True
-    if not victims.own_floor_refused:
+    if not debt or not victims.own_floor_refused:
         return False
     mark = st.mark()
     if victims.start(j, target, fired, debt=True) and _refill(st, j, order, decided):
@@ -135,18 +136,20 @@ def _refill(st: PlanState, j: int, order: list[int], decided: set[int]) -> bool:
     """A start may break lower-priority gangs of its own queue below the queue's min, as the model
     allows, when other gangs of that queue start in their place: those are started here, in
     order, until every floor holds again. False when they cannot: the caller rolls back."""
-    debt = _floor_debt(st, st.rows_of.get(j, ()))
+    debt = st.floor_debt(st.rows_of.get(j, ()))
     if not debt:
         return True
     jobs = st.problem.jobs
     started: list[int] = []
     for h in order:
-        if h in decided or not jobs[h].starting or not debt <= set(st.rows_of.get(h, ())):
+        if h in decided or not jobs[h].starting or jobs[h].current:  # pending gangs only
+            continue
+        if not debt <= set(st.rows_of.get(h, ())):
             continue
         size = _target(jobs[h])
         if size is not None and st.resize(h, size):
             started.append(h)
-            debt = _floor_debt(st, debt)
+            debt = st.floor_debt(debt)
             if not debt:
                 decided.update(started)
                 return True
@@ -213,18 +216,11 @@ class _Victims:
         delta = st.change(j, target)  # what the start adds, to the cluster and to its queues
         need = delta.get(res.GPU, 0)
         blocked = {r for r, _ in st.quota_blocks(j, target, first_only=False)}
-        quotas = st.problem.quotas
         coming = {r: delta for r in st.rows_of.get(j, ())}
         # With debt, the floors of j's own queues may be crossed: _refill settles them or undoes.
         own = set(coming) if debt else set()
         at_floor = {  # queues at their min even with the start: none of their jobs may shrink
-            r
-            for r in self.floor_rows
-            if r not in own
-            and any(
-                st.usage[r].get(name, 0) + coming.get(r, {}).get(name, 0) <= f
-                for name, f in quotas[r].floor.items()
-            )
+            r for r in self.floor_rows if r not in own and st.below_floor(r, coming.get(r))
         }
         self.own_floor_refused = bool(at_floor.intersection(coming))
 

@@ -245,3 +245,53 @@ def test_gangs_that_fit_in_their_queues_min_start_before_gangs_that_overshoot_it
         result = plan(snap, backend)
         assert result.violations == []
         assert workers_after(snap, result.plan) == {"team-a/big": 0, "team-b/small": 6}, backend
+
+
+def test_within_a_queue_gangs_keep_their_priority_order_while_mins_are_covered() -> None:
+    # Queue a (min 8) is below its min. big (priority 100) overshoots the min, small (priority 0)
+    # fits in it: small may not jump ahead of big in big's own queue, where the min is covered
+    # either way and priority decides.
+    tree = quota_tree(
+        {
+            "name": "root",
+            "children": [{"name": "a", "namespaces": ["team-a"], "min": {"nvidia.com/gpu": "8"}}],
+        }
+    )
+    snap = snapshot(
+        node("n", gpus=16),
+        tree,
+        gang("big", 16, namespace="team-a", priority=100),
+        gang("small", 4, namespace="team-a", priority=0),
+    )
+    for backend in ("greedy", "cpsat"):
+        result = plan(snap, backend)
+        assert result.violations == []
+        assert workers_after(snap, result.plan) == {"team-a/big": 16, "team-a/small": 0}, backend
+
+
+def test_a_tier_that_outweighs_quota_min_is_not_held_back_for_other_queues_mins() -> None:
+    # As in the test above, big would overshoot a's min, but with four priorities its tier weighs
+    # 64,000 per GPU, more than quotaMin's 20,000: it goes first, as the objective says.
+    tree = quota_tree(
+        {
+            "name": "root",
+            "children": [
+                {"name": "a", "namespaces": ["team-a"], "min": {"nvidia.com/gpu": "2"}},
+                {"name": "b", "namespaces": ["team-b"], "min": {"nvidia.com/gpu": "6"}},
+                {"name": "c", "namespaces": ["team-c"]},
+            ],
+        }
+    )
+    snap = snapshot(
+        node("n", gpus=8),
+        tree,
+        gang("big", 6, namespace="team-a", priority=100),
+        gang("small", 6, namespace="team-b", priority=0),
+        gang("p10", 3, namespace="team-c", priority=10),
+        gang("p50", 3, namespace="team-c", priority=50),
+    )
+    for backend in ("greedy", "cpsat"):
+        result = plan(snap, backend)
+        assert result.violations == []
+        after = workers_after(snap, result.plan)
+        assert (after["team-a/big"], after["team-b/small"]) == (6, 0), backend
