@@ -3,12 +3,12 @@
 1. Jobs at a size their policy no longer allows shrink to the largest allowed size below.
 2. Gangs to start -- partial gangs first (completed or released), then those of queues below
    their min (reclaim: first the gangs that fit in what is left of the min, then any), then the
-   rest -- highest priority first, then longest waiting: place the
-   guaranteed part best-fit; if it does not fit, take victims one at a time (elastic surplus of any
-   job first, then whole gangs its start may preempt, lowest priority first) until it fits, or roll
-   everything back. A partial gang that cannot be completed is evicted. Victims keep every queue
-   at its floor; failing that, a start may take its own queue below its floor if the queue's next
-   waiting gangs then start in the room and bring it back (the model's replacement).
+   rest -- highest priority first, then longest waiting: place the guaranteed part best-fit; if it
+   does not fit, take victims one at a time (elastic surplus of any job first, then whole gangs its
+   start may preempt, lowest priority first) until it fits, or roll everything back. A partial
+   gang that cannot be completed is evicted. Victims keep every queue at its floor; failing that,
+   a start may take its own queues below their floors if pending gangs of those queues then start
+   in the room and bring them back (the model's replacement).
 3. Elastic growth, highest priority first: each job grows to the largest allowed size that fits.
 Every step respects the queue rows, so the result maps onto the model as a complete CP-SAT hint; it
 is also always a candidate plan, so the emitted plan is never worse than greedy's.
@@ -133,9 +133,10 @@ def _start(
 
 
 def _refill(st: PlanState, j: int, order: list[int], decided: set[int]) -> bool:
-    """A start may break lower-priority gangs of its own queue below the queue's min, as the model
-    allows, when other gangs of that queue start in their place: those are started here, in
-    order, until every floor holds again. False when they cannot: the caller rolls back."""
+    """A start may break lower-priority gangs of its own queue below the queue's floor, as the
+    model allows, when other pending gangs of that queue start in their place: those are started
+    here, in order and without victims, skipping those that do not fit, until every floor holds
+    again. False when they cannot: the caller rolls back."""
     debt = st.floor_debt(st.rows_of.get(j, ()))
     if not debt:
         return True
