@@ -14,11 +14,10 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from solver_sched.io import manifests as m
 from solver_sched.kube.api import KubeApi, load_client
-from solver_sched.kube.sandbox import Kube, sandbox, wait_for
+from solver_sched.kube.sandbox import Kube, sandbox, wait_for, waiting_reason
 
 PG = {
     "apiVersion": "scheduling.x-k8s.io/v1alpha1",
@@ -53,11 +52,7 @@ class Demo:
             ]
             bound = [p for p in mine if p["spec"].get("nodeName")]
             nodes = sorted({p["spec"]["nodeName"] for p in bound})
-            reason = ""
-            for p in mine:
-                for c in (p.get("status") or {}).get("conditions") or []:
-                    if c["type"] == "PodScheduled" and c["status"] == "False":
-                        reason = c.get("message", "")
+            reason = next((r for p in reversed(mine) if (r := waiting_reason(p))), "")
             line = f"   {namespace}/{prefix}: {len(bound)}/{len(mine)} workers running"
             if nodes:
                 line += f" on {', '.join(nodes)}"
@@ -66,9 +61,7 @@ class Demo:
             self.out(line)
 
     def events(self) -> None:
-        items: list[dict[str, Any]] = []
-        for ns in ("default", "team-a"):
-            items += self.kube.api.get(f"/api/v1/namespaces/{ns}/events")["items"]
+        items = [e for ns in ("default", "team-a") for e in self.kube.events(ns)]
         items.sort(key=lambda e: e.get("lastTimestamp") or "")
         for e in items:
             uid = e["metadata"]["name"]
@@ -185,7 +178,7 @@ def _story(d: Demo) -> None:
         "`big` needs 8 x 1 GPU; only 5 are free, so it gets nothing (no stranded GPUs).",
     )
     kube.create_all(m.gang("big", 8))
-    d.wait("big's reason", lambda: "needs 8" in _reason(kube, "big-worker-0"))
+    d.wait("big's reason", lambda: "needs 8" in kube.waiting_reason("big-worker-0"))
     d.jobs("default", "big")
     d.step("   ... and the 5 free GPUs stay usable", "`small` (4 x 1 GPU) arrives and runs.")
     kube.create_all(m.gang("small", 4))
@@ -225,7 +218,7 @@ def _story(d: Demo) -> None:
         "cooldown is 20s, so it waits, then grows back to 8.",
     )
     d.finish("trainer")
-    d.wait("cooldown reason", lambda: "cooldown until" in _reason(kube, "elastic-worker-8"))
+    d.wait("cooldown reason", lambda: "cooldown until" in kube.waiting_reason("elastic-worker-8"))
     d.jobs("default", "elastic")
     d.wait("elastic back to 8", lambda: d.bound("elastic") == 8, timeout=60)
     d.jobs("default", "elastic")
@@ -252,19 +245,10 @@ def _story(d: Demo) -> None:
     kube.create_all(m.gang("first", 2, namespace="team-a"))
     d.wait("first bound", lambda: d.bound("first", "team-a") == 2)
     kube.create_all(m.gang("second", 2, namespace="team-a"))
-    d.wait("second's reason", lambda: "max-jobs" in _reason(kube, "second-worker-0", "team-a"))
+    d.wait(
+        "second's reason", lambda: "max-jobs" in kube.waiting_reason("second-worker-0", "team-a")
+    )
     d.jobs("team-a", "first", "second")
-
-
-def _reason(kube: Kube, pod: str, namespace: str = "default") -> str:
-    try:
-        obj = kube.api.get(f"/api/v1/namespaces/{namespace}/pods/{pod}")
-    except Exception:
-        return ""
-    for c in (obj.get("status") or {}).get("conditions") or []:
-        if c["type"] == "PodScheduled" and c["status"] == "False":
-            return str(c.get("message", ""))
-    return ""
 
 
 def _established(api: KubeApi) -> bool:

@@ -64,6 +64,14 @@ def path_of(obj: dict[str, Any], name: str | None = None) -> str:
     return f"{coll}/{name}" if name else coll
 
 
+def waiting_reason(pod: dict[str, Any]) -> str:
+    """The message of a pod's PodScheduled=False condition ('' when it has none)."""
+    for c in (pod.get("status") or {}).get("conditions") or []:
+        if c["type"] == "PodScheduled" and c["status"] == "False":
+            return str(c.get("message", ""))
+    return ""
+
+
 def wait_for(
     what: str, probe: Callable[[], T | None], timeout: float = 30.0, every: float = 0.2
 ) -> T:
@@ -181,6 +189,13 @@ class Kube:
         except ApiError as exc:
             if exc.status != 404:
                 raise
+
+    def waiting_reason(self, pod: str, namespace: str = "default") -> str:
+        """The scheduler's message on a pod that waits ('' if none, or no such pod)."""
+        try:
+            return waiting_reason(self.api.get(f"/api/v1/namespaces/{namespace}/pods/{pod}"))
+        except ApiError:
+            return ""
 
     def events(self, namespace: str, name: str | None = None) -> list[dict[str, Any]]:
         items = self.api.get(f"/api/v1/namespaces/{namespace}/events")["items"]

@@ -21,20 +21,12 @@ PG = {
 }
 
 
-def _condition(kube: Kube, pod: str, ns: str = "default") -> str:
-    obj = kube.api.get(f"/api/v1/namespaces/{ns}/pods/{pod}")
-    for c in obj.get("status", {}).get("conditions") or []:
-        if c["type"] == "PodScheduled" and c["status"] == "False":
-            return str(c.get("message"))
-    return ""
-
-
 def test_gang_8_on_5(kube: Kube, start_controller: Callable[..., Controller]) -> None:
     kube.create_all(kube.load(MODELS / "gang-8-on-5.yaml"))
     start_controller()
     wait_for("small bound", lambda: kube.bound("default", "small-") == 4)
     assert kube.bound("default", "big-") == 0
-    msg = wait_for("big's condition", lambda: _condition(kube, "big-worker-0"))
+    msg = wait_for("big's condition", lambda: kube.waiting_reason("big-worker-0"))
     assert "needs 8" in msg
     reasons = {e["reason"] for e in kube.events("default", "big")}
     assert "Unschedulable" in reasons
@@ -81,7 +73,7 @@ def test_cooldown_holds_scale_out(kube: Kube, start_controller: Callable[..., Co
     controller = start_controller()
     wait_for("a few cycles", lambda: controller.cycles >= 3)
     assert kube.bound("default", "elastic-") == 4
-    msg = wait_for("reason on a waiting pod", lambda: _condition(kube, "elastic-worker-8"))
+    msg = wait_for("reason on a waiting pod", lambda: kube.waiting_reason("elastic-worker-8"))
     assert msg.startswith("cooldown until")
     old = (datetime.now(UTC) - timedelta(minutes=11)).strftime("%Y-%m-%dT%H:%M:%SZ")
     kube.patch(
@@ -128,7 +120,7 @@ def test_pytorchjob_without_podgroup_keeps_its_cooldown_on_the_pytorchjob(
         controller = start_controller()
         wait_for("a few cycles", lambda: controller.cycles >= 3)
         assert kube.bound("default", "ptj-") == 2
-        msg = wait_for("reason on a waiting pod", lambda: _condition(kube, "ptj-worker-3"))
+        msg = wait_for("reason on a waiting pod", lambda: kube.waiting_reason("ptj-worker-3"))
         assert msg.startswith("cooldown until")
         old = (datetime.now(UTC) - timedelta(minutes=11)).strftime("%Y-%m-%dT%H:%M:%SZ")
         before = datetime.now(UTC).replace(microsecond=0)
@@ -154,5 +146,5 @@ def test_quota_and_max_jobs(kube: Kube, start_controller: Callable[..., Controll
     assert kube.bound("team-a", "second-") == 0
     assert kube.bound("team-b", "b-small-") == 0
     assert "kube-queue/max-jobs 1" in wait_for(
-        "reason", lambda: _condition(kube, "second-worker-0", "team-a")
+        "reason", lambda: kube.waiting_reason("second-worker-0", "team-a")
     )
