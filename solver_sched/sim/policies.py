@@ -239,15 +239,24 @@ class SnapshotBuilder:
     def snapshot(self, state: SimState) -> ClusterSnapshot:
         pods: dict[str, Pod] = {}
         jobs: dict[str, Job] = {}
+        old_pods, old_jobs = self._pods, self._jobs
+        self._pods, self._jobs = {}, {}  # keep only what this cycle uses: finished jobs drop out
         for job in state.active():
             for i, (name, node) in enumerate(zip(job.pods, job.node_of, strict=True)):
-                pods[name] = self._pod(job, i, name, node)
+                pods[name] = self._pod(job, i, name, node, old_pods)
             key = f"{NAMESPACE}/{job.name}"
-            jobs[key] = self._job(job, key)
+            jobs[key] = self._job(job, key, old_jobs)
         return ClusterSnapshot(nodes=self.nodes, pods=pods, jobs=jobs)
 
-    def _pod(self, job: JobRun, i: int, name: str, node: str | None) -> Pod:
-        pod = self._pods.get((name, node))
+    def _pod(
+        self,
+        job: JobRun,
+        i: int,
+        name: str,
+        node: str | None,
+        cache: dict[tuple[str, str | None], Pod],
+    ) -> Pod:
+        pod = cache.get((name, node))
         if pod is None:
             pod = Pod(
                 name=name,
@@ -260,11 +269,11 @@ class SnapshotBuilder:
                 order=(0, i, name),
                 created=EPOCH + timedelta(seconds=job.spec.arrival),
             )
-            self._pods[(name, node)] = pod
+        self._pods[(name, node)] = pod
         return pod
 
-    def _job(self, job: JobRun, key: str) -> Job:
-        cached = self._jobs.get((job.name, job.last_scale))
+    def _job(self, job: JobRun, key: str, cache: dict[tuple[str, float | None], Job]) -> Job:
+        cached = cache.get((job.name, job.last_scale))
         if cached is None:
             cached = Job(
                 name=key,
@@ -284,7 +293,7 @@ class SnapshotBuilder:
                 created=EPOCH + timedelta(seconds=job.spec.arrival),
                 source=f"trace job {job.name}",
             )
-            self._jobs[(job.name, job.last_scale)] = cached
+        self._jobs[(job.name, job.last_scale)] = cached
         return cached
 
 

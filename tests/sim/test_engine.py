@@ -14,6 +14,7 @@ from solver_sched.sim.policies import (
     GangFifoPolicy,
     GreedyElasticPolicy,
     PerPodPolicy,
+    SnapshotBuilder,
     make_policy,
 )
 from solver_sched.sim.state import SimError, SimState
@@ -200,3 +201,19 @@ def test_percentile() -> None:
     assert percentile([], 95) == 0.0
     assert percentile([1.0, 2.0, 3.0, 4.0, 5.0], 50) == 3.0
     assert percentile([0.0, 10.0], 95) == pytest.approx(9.5)
+
+
+def test_snapshot_builder_reuses_live_objects_and_drops_finished_jobs() -> None:
+    a = TraceJob("a", arrival=0.0, duration=60.0, gpus=2)
+    b = TraceJob("b", arrival=0.0, duration=60.0, gpus=2)
+    st = SimState([a, b], params(), elastic=True)
+    for job in st.jobs.values():
+        job.visible = True
+    builder = SnapshotBuilder(st)
+    first = builder.snapshot(st)
+    assert len(first.pods) == 4 and len(first.jobs) == 2
+    st.jobs["a"].finish = 60.0
+    second = builder.snapshot(st)
+    assert set(second.jobs) == {"sim/b"}
+    assert all(second.pods[p] is first.pods[p] for p in second.pods)  # unchanged: reused
+    assert {name for name, _ in builder._pods} == set(second.pods)  # a's pods are gone
