@@ -29,7 +29,7 @@ from solver_sched.synthetic import synthetic_objects
 
 NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)
 OUT = Path(__file__).resolve().parent / "results"
-MARGIN = 0.95
+MARGIN = 0.93  # run-to-run noise: XL's Python phases vary by 0.3-0.5 s (6%) between cycles
 WARMUPS = 2
 WARMUP_SHARE = 0.5
 
@@ -79,7 +79,7 @@ def run(scenario: Scenario, reps: int, best_seconds: float) -> dict[str, object]
         spent = sum(v for k, v in first.phases.items() if k != "solve")
         spent += max(0.0, first.phases["solve"] - warmup)  # translation, start-up
         overhead = max(overhead, spent)
-    # What is left of the budget for the search, keeping 5% for run-to-run noise.
+    # What is left of the budget for the search, keeping 7% for run-to-run noise.
     limit = max(0.01, MARGIN * scenario.budget - overhead)
     cycles, objectives = [], []
     for _ in range(reps):
