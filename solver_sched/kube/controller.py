@@ -319,7 +319,9 @@ class Controller:
                     f"bound {len(job_binds)} pod(s): {row.current} -> {row.planned} workers",
                 )
             if row.current >= row.min_workers and row.planned and row.planned != row.current:
-                self.status.last_scale_time(row.name, now)  # starts the job's cooldown
+                job = snap.jobs.get(row.name)
+                source = job.source if job else ""
+                self.status.last_scale_time(row.name, source, now)  # starts its cooldown
                 if job_binds:  # scale-ins were reported with their evictions
                     self.status.event(ref, "Resized", f"{row.current} -> {row.planned} workers")
 

@@ -101,6 +101,11 @@ class StatusWriter:
                 }
         return None
 
+    @staticmethod
+    def _group_path(ref: dict[str, Any]) -> str:
+        resource = POD_GROUP_APIS[ref["apiVersion"].split("/")[0]]
+        return f"{resource.path(ref['namespace'])}/{ref['name']}"
+
     def input_errors(self, errors: tuple[InputError, ...]) -> None:
         for err in errors:
             kind, _, ref = err.obj.partition(" ")
@@ -163,7 +168,7 @@ class StatusWriter:
         status = obj.get("status") or {}
         if status.get("phase") == phase and status.get("running") == running:
             return
-        path = f"/apis/{ref['apiVersion']}/namespaces/{ref['namespace']}/podgroups/{ref['name']}"
+        path = self._group_path(ref)
         try:
             self.api.request(
                 "PATCH",
@@ -177,22 +182,21 @@ class StatusWriter:
             elif exc.status not in (404, 422):
                 log.warning("PodGroup status %s: %s", job, exc)
 
-    def last_scale_time(self, job: str, now: datetime) -> None:
-        """Stamp the object that defines the job: its PodGroup, else (a Kubeflow job without one)
-        its PyTorchJob. The snapshot reads the stamp back from there to start the cooldown."""
+    def last_scale_time(self, job: str, source: str, now: datetime) -> None:
+        """Stamp the object the snapshot read the job from (``Job.source``): a PyTorchJob that has
+        no PodGroup, else the job's PodGroup. The snapshot reads the stamp back from there."""
         if not self.may_act():
             return
-        ref = self.group_ref(job)
-        if ref is not None:
-            ns, name, plural = ref["namespace"], ref["name"], "podgroups"
-            api = ref["apiVersion"]
-        elif self.store.get(PYTORCH_JOBS.key, job) is not None:
-            (ns, name), plural = job.split("/", 1), PYTORCH_JOBS.plural
-            api = PYTORCH_JOBS.api_version
+        kind, _, ref = source.partition(" ")
+        group = self.group_ref(job)
+        if kind == "PyTorchJob":
+            ns, name = ref.split("/", 1)
+            path = f"{PYTORCH_JOBS.path(ns)}/{name}"
+        elif group is not None:
+            path = self._group_path(group)
         else:
             log.warning("cooldown of %s: no PodGroup or PyTorchJob to record it on", job)
             return
-        path = f"/apis/{api}/namespaces/{ns}/{plural}/{name}"
         patch = {"metadata": {"annotations": {LAST_SCALE: rfc3339(now)}}}
         try:
             self.api.request("PATCH", path, body=patch, content_type="application/merge-patch+json")

@@ -85,9 +85,10 @@ def test_cooldown_holds_scale_out(kube: Kube, start_controller: Callable[..., Co
 def test_pytorchjob_without_podgroup_keeps_its_cooldown_on_the_pytorchjob(
     kube: Kube, start_controller: Callable[..., Controller]
 ) -> None:
-    # An elastic PyTorchJob (1..4 workers) with no PodGroup runs 2 workers; 2 more wait and the
-    # node has room. Its recent last-scale-time holds the scale-out; an old one lets it happen,
-    # and the scheduler then stamps the PyTorchJob itself (it has no PodGroup to carry it).
+    # An elastic PyTorchJob (1..4 workers) whose pods name no PodGroup runs 2 workers; 2 more wait
+    # and the node has room. Its recent last-scale-time holds the scale-out; an old one lets it
+    # happen, and the scheduler then stamps the PyTorchJob itself. A PodGroup of the same name
+    # exists but is not the job's (no pod names it): the stamp must not go there.
     recent = (datetime.now(UTC) - timedelta(minutes=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
     pj = {
         "apiVersion": "kubeflow.org/v1",
@@ -112,6 +113,7 @@ def test_pytorchjob_without_podgroup_keeps_its_cooldown_on_the_pytorchjob(
     ]
     pods[0]["spec"]["nodeName"] = pods[1]["spec"]["nodeName"] = "n1"
     kube.create(m.node("n1", gpus=8))
+    kube.create(m.pod_group("ptj", min_member=4))
     kube.create(pj)
     try:
         kube.create_all(pods)
