@@ -17,7 +17,8 @@ from pathlib import Path
 
 from solver_sched.io import manifests as m
 from solver_sched.kube.api import KubeApi, load_client
-from solver_sched.kube.sandbox import Kube, sandbox, wait_for, waiting_reason
+from solver_sched.kube.sandbox import Kube, sandbox, wait_for
+from solver_sched.kube.status import waiting_reason
 
 PG = {
     "apiVersion": "scheduling.x-k8s.io/v1alpha1",

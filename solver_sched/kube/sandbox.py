@@ -19,6 +19,7 @@ import yaml
 
 from solver_sched.kube.api import ApiError, KubeApi
 from solver_sched.kube.resources import Resource
+from solver_sched.kube.status import waiting_reason
 
 T = TypeVar("T")
 
@@ -62,14 +63,6 @@ def path_of(obj: dict[str, Any], name: str | None = None) -> str:
     )
     coll = Resource(kind, obj["apiVersion"], PLURALS[kind]).path(ns)
     return f"{coll}/{name}" if name else coll
-
-
-def waiting_reason(pod: dict[str, Any]) -> str:
-    """The message of a pod's PodScheduled=False condition ('' when it has none)."""
-    for c in (pod.get("status") or {}).get("conditions") or []:
-        if c["type"] == "PodScheduled" and c["status"] == "False":
-            return str(c.get("message", ""))
-    return ""
 
 
 def wait_for(

@@ -34,6 +34,14 @@ def rfc3339(t: datetime) -> str:
     return t.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def waiting_reason(pod: dict[str, Any]) -> str:
+    """The message of a pod's PodScheduled=False condition ('' when it has none)."""
+    for c in (pod.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "PodScheduled" and c.get("status") == "False":
+            return str(c.get("message", ""))
+    return ""
+
+
 class StatusWriter:
     def __init__(
         self, api: KubeApi, store: ObjectStore, component: str, may_act: Callable[[], bool]
@@ -127,13 +135,8 @@ class StatusWriter:
         obj = self.store.get("Pod.v1", pod)
         if obj is None or (obj.get("spec") or {}).get("nodeName") or not self.may_act():
             return
-        for cond in (obj.get("status") or {}).get("conditions") or []:
-            if (
-                cond.get("type") == "PodScheduled"
-                and cond.get("status") == "False"
-                and cond.get("message") == message
-            ):
-                return
+        if waiting_reason(obj) == message:
+            return
         ns, name = pod.split("/", 1)
         patch = {
             "status": {
