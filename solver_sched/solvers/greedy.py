@@ -191,6 +191,7 @@ class _Victims:
         self._merged: dict[frozenset[str], list[int]] = {}
         self.floor_rows = [r for r, row in enumerate(st.problem.quotas) if row.floor]
         self.taken = False  # whether victims were taken since the shrinkable list was pruned
+        self.dirty: set[tuple[int, ...]] = set()  # queue rows of the victims taken since then
         self.own_floor_refused = False  # the last start was refused victims by its queues' floors
         self.smaller = {  # positive sizes a shrinkable job may take, largest first
             v: sorted((o.size for o in jobs[v].options[1:]), reverse=True) for v in self.shrinkable
@@ -210,10 +211,11 @@ class _Victims:
             return True
         if self.taken:  # sizes only go down while gangs start: a job at its smallest stays out
             self.taken = False
-            self.groups = {
-                rows: [v for v in group if st.size[jobs[v].name] > self.smaller[v][-1]]
-                for rows, group in self.groups.items()
-            }
+            for rows in self.dirty & self.groups.keys():  # only victims' groups changed
+                self.groups[rows] = [
+                    v for v in self.groups[rows] if st.size[jobs[v].name] > self.smaller[v][-1]
+                ]
+            self.dirty.clear()
         delta = st.change(j, target)  # what the start adds, to the cluster and to its queues
         need = delta.get(res.GPU, 0)
         blocked = {r for r, _ in st.quota_blocks(j, target, first_only=False)}
@@ -251,7 +253,7 @@ class _Victims:
             """Whether taking v down to size opens room for one pod of the gang on some node
             (large pods need their room on one node, not spread over many). While a queue still
             blocks the start, any take-back in it helps; once none does, only node room counts."""
-            if per_pod <= 1 or (blocked and st.quota_blocks(j, target)):
+            if per_pod <= 1 or still_blocked:
                 return True
             released: dict[str, int] = {}
             for pod in change_to(st.snapshot, st.snapshot.jobs[jobs[v].name], size).evict:
@@ -272,6 +274,7 @@ class _Victims:
 
         mark = st.mark()
         taken = 0
+        still_blocked = bool(blocked)  # queue usage changes only when a victim is taken
         for v, size in steps():  # one allowed size at a time: take back no more than needed
             if taken >= MAX_VICTIM_STEPS:
                 break
@@ -285,6 +288,9 @@ class _Victims:
             taken += 1
             if not st.resize(v, size, check_quota=False):
                 continue
+            self.dirty.add(self.rows[v])
+            if still_blocked:
+                still_blocked = bool(st.quota_blocks(j, target))
             if st.nodes.gpus_free >= need and st.resize(j, target):
                 self.taken = True
                 return True
