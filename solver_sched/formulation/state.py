@@ -41,15 +41,16 @@ class PlanState:
                 count += jm.current > 0
             self.usage.append(u)
             self.running_jobs.append(count)
-        # Running usage of jobs whose size must change anyway (partial or irregular): the floors
-        # leave it out (prepare), so floor checks leave it out until the job is settled.
+        # Jobs whose size must change anyway (partial or irregular): the floors leave their usage
+        # out (prepare), so floor checks read ``settled``, the usage without them until greedy has
+        # settled them.
         self.unsettled = {
             j for j, jm in enumerate(problem.jobs) if not jm.running_ok and jm.current > 0
         }
-        self.forced: list[dict[str, int]] = [{} for _ in problem.quotas]
+        self.settled: list[dict[str, int]] = list(self.usage)  # shared: vectors are never mutated
         for j in self.unsettled:
             for r in self.rows_of.get(j, ()):
-                self.forced[r] = res.add(self.forced[r], self._usage(j, problem.jobs[j].current))
+                self.settled[r] = res.sub(self.settled[r], self._usage(j, problem.jobs[j].current))
         self._journal: list[Callable[[], None]] = []
         self.covered = [  # per row: GPUs of guaranteed parts (queue-min coverage, for reclaim)
             sum(problem.jobs[j].guaranteed_gpus_at(problem.jobs[j].current) for j in row.jobs)
@@ -88,34 +89,29 @@ class PlanState:
         out: list[tuple[int, str]] = []
         for r in self.rows_of.get(j, ()):
             coming = credit.get(r, {}) if credit else {}
-            if self.forced[r]:  # floors count neither other unsettled jobs nor j's old usage
-                excluded = res.sub(self.forced[r], old) if j in self.unsettled else self.forced[r]
-                coming = res.sub(coming, excluded)
-            hit = self._row_block(r, old, new, was_running, size, coming)
+            hit = self._row_block(r, old, new, was_running, size, coming, j in self.unsettled)
             if hit:
                 out.append((r, hit))
                 if first_only:
                     break
         return out
 
+    def _floor_slack(self, r: int, coming: res.Resources) -> int | None:
+        """Settled usage (plus ``coming``) minus floor, for row r's tightest resource; None
+        without a floor."""
+        usage = self.settled[r]
+        floor = self.problem.quotas[r].floor
+        return min((usage.get(n, 0) + coming.get(n, 0) - f for n, f in floor.items()), default=None)
+
     def below_floor(self, r: int, coming: res.Resources | None = None) -> bool:
         """Whether row r is at or below its floor (with ``coming`` usage on its way), counting
         no unsettled job: at the floor, nothing of the row may shrink."""
-        usage, forced, coming = self.usage[r], self.forced[r], coming or {}
-        return any(
-            usage.get(name, 0) - forced.get(name, 0) + coming.get(name, 0) <= f
-            for name, f in self.problem.quotas[r].floor.items()
-        )
+        slack = self._floor_slack(r, coming or {})
+        return slack is not None and slack <= 0
 
     def floor_debt(self, rows: Iterable[int]) -> set[int]:
         """The rows among ``rows`` whose usage (counting no unsettled job) is under their floor."""
-        out = set()
-        for r in rows:
-            usage, forced = self.usage[r], self.forced[r]
-            floor = self.problem.quotas[r].floor
-            if any(usage.get(n, 0) - forced.get(n, 0) < f for n, f in floor.items()):
-                out.add(r)
-        return out
+        return {r for r in rows if (slack := self._floor_slack(r, {})) is not None and slack < 0}
 
     def change(self, j: int, size: int) -> dict[str, int]:
         """What moving job j to size adds (negative: releases). A partial gang's size is no
@@ -130,14 +126,16 @@ class PlanState:
         was_running: bool,
         size: int,
         coming: res.Resources,
+        unsettled: bool = False,
     ) -> str | None:
         row = self.problem.quotas[r]
         for name, cap in row.cap.items():
             after = self.usage[r].get(name, 0) - old.get(name, 0) + new.get(name, 0)
             if after > cap and new.get(name, 0) > old.get(name, 0):
                 return name
+        gone = {} if unsettled else old  # an unsettled job's old usage is not in ``settled``
         for name, floor in row.floor.items():
-            after = self.usage[r].get(name, 0) - old.get(name, 0) + new.get(name, 0)
+            after = self.settled[r].get(name, 0) - gone.get(name, 0) + new.get(name, 0)
             if after + coming.get(name, 0) < floor and new.get(name, 0) < old.get(name, 0):
                 return f"min {name}"
         starts = not was_running and size > 0
@@ -257,13 +255,12 @@ class PlanState:
         covered = jm.guaranteed_gpus_at(size) - jm.guaranteed_gpus_at(old)
         rows = self.rows_of.get(j, ())
         settles = j in self.unsettled  # its new size is a decision: floors count it from now on
-        forced_u = self._usage(j, jm.current) if settles else {}
+        settled_old = {} if settles else old_u
         for r in rows:
             self.usage[r] = res.add(res.sub(self.usage[r], old_u), new_u)
+            self.settled[r] = res.add(res.sub(self.settled[r], settled_old), new_u)
             self.running_jobs[r] += int(size > 0) - int(old > 0)
             self.covered[r] += covered
-            if settles:
-                self.forced[r] = res.sub(self.forced[r], forced_u)
         self.size[name] = size
         self.unsettled.discard(j)
 
@@ -271,9 +268,8 @@ class PlanState:
             for r in rows:
                 self.usage[r] = res.add(res.sub(self.usage[r], new_u), old_u)
                 self.running_jobs[r] -= int(size > 0) - int(old > 0)
+                self.settled[r] = res.add(res.sub(self.settled[r], new_u), settled_old)
                 self.covered[r] -= covered
-                if settles:
-                    self.forced[r] = res.add(self.forced[r], forced_u)
             self.size[name] = old
             if settles:
                 self.unsettled.add(j)
