@@ -40,7 +40,7 @@ def diff(snapshot: ClusterSnapshot, st: PlanState, now: datetime, notes: list[st
                 jm is not None and not jm.running_ok,
             )
             evictions.append(EvictJob(job=name, pods=tuple(p.name for p in pods), reason=reason))
-        queue = jm.queue if jm else snapshot.quota.leaf_for(job.namespace)
+        queue = snapshot.queue_of(job)
         outcomes.append(
             JobOutcome(
                 name=name,
