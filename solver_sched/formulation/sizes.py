@@ -2,6 +2,8 @@
 
 One deterministic rule shared by the model builder and the planner: running pods are kept in keep
 order (scale-in evicts the highest replica index first) and pending pods are bound in keep order.
+A plan state may pass its own order of the running pods instead (``PlanState.scale_in_order``):
+the same first pod, the others reordered so that a scale-in empties the room a large pod needs.
 """
 
 from __future__ import annotations
@@ -19,8 +21,12 @@ class SizeChange:
     bind: tuple[Pod, ...]
 
 
-def change_to(snapshot: ClusterSnapshot, job: Job, size: int) -> SizeChange:
-    running = snapshot.running_pods(job)
+def change_to(
+    snapshot: ClusterSnapshot, job: Job, size: int, running: tuple[Pod, ...] | None = None
+) -> SizeChange:
+    """``running``: the job's running pods in the order they are kept (default: keep order)."""
+    if running is None:
+        running = snapshot.running_pods(job)
     if size <= len(running):
         return SizeChange(keep=running[:size], evict=running[size:], bind=())
     waiting = snapshot.waiting_pods(job)

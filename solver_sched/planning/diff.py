@@ -29,7 +29,7 @@ def diff(snapshot: ClusterSnapshot, st: PlanState, now: datetime, notes: list[st
         planned = st.size.get(name, current)
         reason = ""
         if planned < current:
-            pods = change_to(snapshot, job, planned).evict
+            pods = change_to(snapshot, job, planned, st.order_of(name)).evict
             beneficiaries = sorted({j for p in pods for j in bound_on.get(p.node_name or "", ())})
             reason = _evict_reason(
                 snapshot,

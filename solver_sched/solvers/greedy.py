@@ -20,6 +20,7 @@ import heapq
 from collections.abc import Iterator
 
 from solver_sched.domain import resources as res
+from solver_sched.domain.cluster import Pod
 from solver_sched.domain.snapshot import ClusterSnapshot
 from solver_sched.formulation.problem import JobModel, Problem
 from solver_sched.formulation.sizes import change_to
@@ -249,14 +250,16 @@ class _Victims:
             default=0,
         )
 
-        def frees_a_slot(v: int, size: int) -> bool:
+        def frees_a_slot(v: int, size: int, order: tuple[Pod, ...] | None) -> bool:
             """Whether taking v down to size opens room for one pod of the gang on some node
             (large pods need their room on one node, not spread over many). While a queue still
             blocks the start, any take-back in it helps; once none does, only node room counts."""
             if per_pod <= 1 or still_blocked:
                 return True
             released: dict[str, int] = {}
-            for pod in change_to(st.snapshot, st.snapshot.jobs[jobs[v].name], size).evict:
+            name = jobs[v].name
+            running = order or st.order_of(name)
+            for pod in change_to(st.snapshot, st.snapshot.jobs[name], size, running).evict:
                 if pod.name not in st.evicted and pod.node_name in st.nodes.free:
                     node = pod.node_name
                     released[node] = released.get(node, 0) + pod.requests.get(res.GPU, 0)
@@ -275,25 +278,40 @@ class _Victims:
         mark = st.mark()
         taken = 0
         still_blocked = bool(blocked)  # queue usage changes only when a victim is taken
-        for v, size in steps():  # one allowed size at a time: take back no more than needed
-            if taken >= MAX_VICTIM_STEPS:
+        todo: Iterator[tuple[int, int]] = steps()
+        while True:
+            # Take-backs that open no room alone are retried once others were taken: a large pod
+            # may need the room of two victims on one node.
+            deferred: list[tuple[int, int]] = []
+            taken_before = taken
+            for v, size in todo:  # one allowed size at a time: take back no more than needed
+                if taken >= MAX_VICTIM_STEPS:
+                    break
+                if size >= st.size[jobs[v].name]:
+                    continue
+                # A scale-in for a large pod takes the victim's pods where they open room for it.
+                room = per_pod > 1 and size and not still_blocked
+                order = st.room_order(v, size, per_pod) if room else None
+                if not frees_a_slot(v, size, order):
+                    deferred.append((v, size))
+                    continue
+                # A shrink can only break a floor; refused ones cost no node work, are not counted.
+                hits = [r for r, _ in st.quota_blocks(v, size, False, coming) if r not in own]
+                if hits:
+                    self.own_floor_refused |= not set(hits).isdisjoint(coming)
+                    continue
+                taken += 1
+                if not st.resize(v, size, check_quota=False, order=order):
+                    continue
+                self.dirty.add(self.rows[v])
+                if still_blocked:
+                    still_blocked = bool(st.quota_blocks(j, target))
+                if st.nodes.gpus_free >= need and st.resize(j, target):
+                    self.taken = True
+                    return True
+            if not deferred or taken == taken_before or taken >= MAX_VICTIM_STEPS:
                 break
-            if size >= st.size[jobs[v].name] or not frees_a_slot(v, size):
-                continue
-            # A shrink can only break a floor; refused ones cost no node work and are not counted.
-            hits = [r for r, _ in st.quota_blocks(v, size, False, coming) if r not in own]
-            if hits:
-                self.own_floor_refused |= not set(hits).isdisjoint(coming)
-                continue
-            taken += 1
-            if not st.resize(v, size, check_quota=False):
-                continue
-            self.dirty.add(self.rows[v])
-            if still_blocked:
-                still_blocked = bool(st.quota_blocks(j, target))
-            if st.nodes.gpus_free >= need and st.resize(j, target):
-                self.taken = True
-                return True
+            todo = iter(deferred)
         st.rollback(mark)
         return False
 

@@ -1,4 +1,5 @@
-"""PlanState's queue rows: floors leave out the usage of jobs whose size must change anyway."""
+"""PlanState: floors leave out the usage of jobs whose size must change anyway; which running pods
+a scale-in takes."""
 
 from solver_sched.formulation.prepare import prepare
 from solver_sched.formulation.state import PlanState
@@ -44,3 +45,41 @@ def test_a_floor_does_not_count_on_a_partial_gang_that_is_not_settled() -> None:
     assert st.quota_blocks(r1, 0) != []
     st.rollback(mark)
     assert p in st.unsettled and st.size["team-a/p"] == 2
+
+
+def _scale_in_state() -> PlanState:
+    # e runs 4 pods: worker 0 and 3 on a, 1 and 2 on b. b has 6 GPUs free, a has none; w waits
+    # for a node with 8.
+    elastic = {"min_member": 2, "max_member": 4, "size_policy": "power-of-two"}
+    snap = snapshot(
+        node("a", gpus=8),
+        node("b", gpus=8),
+        gang("x", 6, running_on=["a"] * 6),
+        gang("e", 4, running_on=["a", "b", "b", "a"], **elastic),
+        gang("w", 1, gpus=8),
+    )
+    cfg = config()
+    return PlanState(snap, prepare(snap, cfg.weights, cfg.settings, NOW))
+
+
+def test_a_scale_in_for_room_takes_the_pods_of_the_node_it_can_empty() -> None:
+    st = _scale_in_state()
+    e = st.index["default/e"]
+    # Highest index first would evict workers 2 (b) and 3 (a): no node gets 8 GPUs free.
+    order = st.room_order(e, 2, room=8)
+    assert order is not None
+    assert [p.name.rsplit("-", 1)[1] for p in order] == ["0", "3", "2", "1"]
+    mark = st.mark()
+    assert st.resize(e, 2, check_quota=False, order=order)
+    assert st.evicted == {"default/e-worker-1", "default/e-worker-2"}
+    assert st.nodes.free["b"]["nvidia.com/gpu"] == 8
+    st.rollback(mark)
+    assert st.orders == {} and st.evicted == set()
+
+
+def test_no_room_order_when_no_node_can_be_emptied_or_for_the_first_pod() -> None:
+    st = _scale_in_state()
+    e = st.index["default/e"]
+    assert st.room_order(e, 2, room=9) is None  # b would have 8 at most: keep the usual order
+    assert st.room_order(e, 0, room=8) is None  # a break takes every pod anyway
+    assert st.room_order(e, 1, room=8) is None  # every movable pod goes: no order to choose

@@ -66,14 +66,14 @@ CASES: list[tuple[str, ClusterSnapshot, Plan, str]] = [
         "not ours",
     ),
     (
-        "wrong eviction order",
+        "scale-in takes the first pod",
         snapshot(
             node("a", gpus=8),
             gang("el", 4, min_member=2, max_member=4, running_on=["a"] * 4),
             gang("t", 6),
         ),
         Plan(evictions=(evict("el", "el-worker-0", "el-worker-1"),), binds=gang_binds("t", 6, "a")),
-        "highest-index",
+        "evicts its first pod",
     ),
     (
         "equal priority preemption",
@@ -162,6 +162,20 @@ def test_checker_rejects(snap: ClusterSnapshot, bad_plan: Plan, want: str) -> No
 def test_checker_accepts_a_good_plan() -> None:
     snap = snapshot(node("a", gpus=8), gang("g", 4))
     assert check(snap, Plan(binds=gang_binds("g", 4, "a")), NOW) == []
+
+
+def test_checker_accepts_a_scale_in_of_any_pods_but_the_first() -> None:
+    """Which pods a scale-in takes is the planner's choice (to open room on one node); only the
+    first pod, which hosts the rendezvous, stays while the job runs."""
+    snap = snapshot(
+        node("a", gpus=8),
+        gang("el", 4, min_member=2, max_member=4, running_on=["a"] * 4),
+        gang("t", 6),
+    )
+    plan = Plan(
+        evictions=(evict("el", "el-worker-1", "el-worker-2"),), binds=gang_binds("t", 6, "a")
+    )
+    assert check(snap, plan, NOW) == []
 
 
 def test_cooldown_is_over_after_its_duration() -> None:

@@ -295,3 +295,34 @@ def test_a_tier_that_outweighs_quota_min_is_not_held_back_for_other_queues_mins(
         assert result.violations == []
         after = workers_after(snap, result.plan)
         assert (after["team-a/big"], after["team-b/small"]) == (6, 0), backend
+
+
+def _spread_elastic() -> ClusterSnapshot:
+    # Two elastic jobs (1-GPU pods, sizes 4 or 8) spread over four nodes, 16 GPUs free but at most
+    # 6 on a node; "big" needs two whole nodes. Shrinking both to 4 frees 8 more GPUs, but their
+    # highest-index pods are spread: only evictions chosen by node open two nodes. e2 is tried
+    # first and opens nothing alone; e1 empties node a and most of b, after which e2 can finish b.
+    layout = {
+        "e1": ["c", "a", "a", "b", "b", "c", "d", "d"],
+        "e2": ["c", "b", "c", "c", "c", "c", "d", "d"],
+    }
+    elastic = {"min_member": 4, "max_member": 8, "size_policy": "power-of-two"}
+    return snapshot(
+        *(node(n, gpus=8) for n in "abcd"),
+        *(gang(name, 8, running_on=where, **elastic) for name, where in layout.items()),
+        gang("big", 2, gpus=8),
+    )
+
+
+@pytest.mark.parametrize("backend", ["greedy", "cpsat"])
+def test_a_scale_in_takes_the_pods_that_open_a_node_for_a_large_pod(backend: str) -> None:
+    snap = _spread_elastic()
+    result = plan(snap, backend)
+    assert result.violations == []
+    after = workers_after(snap, result.plan)
+    assert (after["default/big"], after["default/e1"], after["default/e2"]) == (2, 4, 4)
+    evicted = {p for e in result.plan.evictions for p in e.pods}
+    assert {f"default/e1-worker-{i}" for i in (1, 2, 3, 4)} <= evicted
+    assert "default/e2-worker-1" in evicted
+    assert not evicted & {"default/e1-worker-0", "default/e2-worker-0"}  # the first pods stay
+    assert sorted(b.node for b in result.plan.binds) == ["a", "b"]
