@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from solver_sched.config.schema import ObjectiveWeights, Settings
@@ -71,6 +71,8 @@ def prepare(
         if _can_change(st, any_start, bool(triggers_of.get(name)))
     }
     free = snapshot.free_per_node
+    orders = _scale_in_orders(snapshot, active, free)
+    active.update({n: replace(active[n], running=order) for n, order in orders.items()})
     shapes_of, shape_reqs = _shapes(active)
     relevant = tuple(sorted({r for req, _ in shape_reqs for r in req} | {res.PODS}))
     classes, class_of = _classes(snapshot, free, shape_reqs, relevant)
@@ -126,6 +128,7 @@ def prepare(
         class_of=class_of,
         reasons=reasons,
         too_large=too_large,
+        running_order=orders,
     )
 
 
@@ -161,6 +164,60 @@ def _job_states(
                 f"{len(job.pods)} exist"
             )
         out[name] = _JobState(job, running, waiting, sizes, locked, allowed)
+    return out
+
+
+def _scale_in_orders(
+    snapshot: ClusterSnapshot, active: Mapping[str, _JobState], free: Mapping[str, res.Resources]
+) -> dict[str, tuple[Pod, ...]]:
+    """Running pods of shrinkable jobs in the order they are kept, when a waiting pod needs more
+    GPUs than any node has free ("room").
+
+    Highest index first can spread a scale-in over many nodes, so that such a pod finds no node
+    although enough GPUs are freed. Here the pods evicted first are those on the nodes that
+    scale-ins could empty: nodes that can hold the room, with the fewest GPUs held by pods no
+    scale-in frees ("pinned"), then the most free GPUs. The first pod (a master, or worker 0
+    hosting the rendezvous) stays first, and only jobs whose other pods have equal requests are
+    reordered, so usage at each size is unchanged. The model, greedy, the packer and the plan
+    all use this one order."""
+    nodes = snapshot.nodes
+    gpus = {n: f.get(res.GPU, 0) for n, f in free.items() if nodes[n].schedulable}
+    largest_free = max(gpus.values(), default=0)
+    room = max(
+        (
+            p.requests.get(res.GPU, 0)
+            for st in active.values()
+            if st.starting
+            for p in st.waiting
+            if p.requests.get(res.GPU, 0) > max(1, largest_free)
+        ),
+        default=0,
+    )
+    if not room:
+        return {}
+    shrinkable = [
+        st for st in active.values() if st.running_ok and any(0 < s < st.current for s in st.sizes)
+    ]
+    movable: dict[str, int] = defaultdict(int)
+    for st in shrinkable:
+        for p in st.running[1:]:
+            movable[p.node_name or ""] += p.requests.get(res.GPU, 0)
+
+    def keep_first(item: tuple[int, Pod]) -> tuple[bool, int, int, str, int]:
+        i, p = item
+        n = p.node_name or ""
+        alloc = nodes[n].allocatable.get(res.GPU, 0) if n in nodes else 0
+        pinned = alloc - gpus.get(n, 0) - movable[n]
+        return alloc >= room and n in gpus, -pinned, gpus.get(n, 0), n, i
+
+    out: dict[str, tuple[Pod, ...]] = {}
+    for st in shrinkable:
+        rest = st.running[1:]
+        if len(rest) < 2 or any(p.requests != rest[0].requests for p in rest):
+            continue
+        order = (st.running[0], *(p for _, p in sorted(enumerate(rest), key=keep_first)))
+        if order != st.running:
+            out[st.job.name] = order
     return out
 
 

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from solver_sched.domain.affinity import NodeConstraints
+from solver_sched.domain.cluster import Pod
 from solver_sched.domain.resources import Resources
 
 
@@ -116,3 +117,5 @@ class Problem:
     class_of: Mapping[str, int] = field(default_factory=dict)  # schedulable node -> class id
     reasons: Mapping[str, str] = field(default_factory=dict)  # static reasons found while preparing
     too_large: str | None = None  # set when the objective would overflow: solvers are skipped
+    # running pods in the order they are kept, for jobs whose scale-in order is not keep order
+    running_order: Mapping[str, tuple[Pod, ...]] = field(default_factory=dict)

@@ -2,8 +2,8 @@
 
 One deterministic rule shared by the model builder and the planner: running pods are kept in keep
 order (scale-in evicts the highest replica index first) and pending pods are bound in keep order.
-A plan state may pass its own order of the running pods instead (``PlanState.scale_in_order``):
-the same first pod, the others reordered so that a scale-in empties the room a large pod needs.
+Callers pass the problem's order of the running pods where it has one (``Problem.running_order``):
+the same first pod, the others reordered so that scale-ins empty the room a large pod needs.
 """
 
 from __future__ import annotations

@@ -25,7 +25,6 @@ class PlanState:
         self.size = {jm.name: jm.current for jm in problem.jobs}
         self.placed: dict[str, str] = {}  # pending pod -> node
         self.evicted: set[str] = set()  # running pods the tentative plan evicts
-        self.orders: dict[str, tuple[Pod, ...]] = {}  # running pods in another order than keep
         self.index = {jm.name: j for j, jm in enumerate(problem.jobs)}
         self.rows_of: dict[int, list[int]] = {}
         for r, row in enumerate(problem.quotas):
@@ -147,44 +146,8 @@ class PlanState:
     # -- which pods a scale-in takes ---------------------------------------------------------
     def order_of(self, name: str) -> tuple[Pod, ...]:
         """A job's running pods in the order this plan keeps them (evictions take the tail)."""
-        order = self.orders.get(name)
+        order = self.problem.running_order.get(name)
         return order if order is not None else self.snapshot.running_pods(self.snapshot.jobs[name])
-
-    def room_order(self, j: int, size: int, room: int) -> tuple[Pod, ...] | None:
-        """An order of job j's running pods in which shrinking to ``size`` evicts pods from the
-        nodes closest to having ``room`` free GPUs, or None to keep the current order.
-
-        Highest index first can spread a scale-in over many nodes, so that a pod needing a whole
-        node finds no room although enough GPUs are freed. Here the nodes where the evictions open
-        room for such a pod come first, then those that come closest. The first pod (a master, or
-        worker 0 hosting the rendezvous) stays; only pods with the same requests are reordered, so
-        the job's usage at each size is unchanged."""
-        name = self.problem.jobs[j].name
-        order, now = self.order_of(name), self.size[name]
-        if not 0 < size < now <= len(order):
-            return None
-        movable = order[1:now]
-        if any(p.name in self.evicted or p.requests != movable[0].requests for p in movable):
-            return None
-        on: dict[str, list[Pod]] = {}
-        for pod in reversed(movable):  # per node, highest index first
-            if pod.node_name in self.nodes.free:
-                on.setdefault(pod.node_name, []).append(pod)
-
-        free = self.nodes.free
-        missing = {  # GPUs a node still lacks for the room once all of j's movable pods there go
-            node: room - free[node].get(res.GPU, 0) - sum(p.requests.get(res.GPU, 0) for p in pods)
-            for node, pods in on.items()
-        }
-        if min(missing.values(), default=1) > 0:
-            return None  # no order opens the room: the scale-in keeps its current order
-        ranked_nodes = sorted(on, key=lambda node: (max(0, missing[node]), node))
-        ranked = [pod for node in ranked_nodes for pod in on[node]]
-        go = ranked[: now - size]
-        gone = {p.name for p in go}
-        if len(go) < now - size or gone == {p.name for p in movable[size - 1 :]}:
-            return None
-        return (order[0], *(p for p in movable if p.name not in gone), *go, *order[now:])
 
     # -- size changes ------------------------------------------------------------------------
     def resize(
@@ -194,10 +157,8 @@ class PlanState:
         cluster: str | None = None,
         chooser: Chooser | None = None,
         check_quota: bool = True,
-        order: tuple[Pod, ...] | None = None,
     ) -> bool:
-        """Move job j to size: evict surplus, bind what is missing (best fit). All or nothing.
-        ``order`` (from ``room_order``) changes which running pods a scale-in evicts."""
+        """Move job j to size: evict surplus, bind what is missing (best fit). All or nothing."""
         jm = self.problem.jobs[j]
         if size == self.size[jm.name]:
             return True
@@ -205,9 +166,7 @@ class PlanState:
             return False
         mark = self.mark()
         job = self.snapshot.jobs[jm.name]
-        if order is not None:
-            self._set_order(jm.name, order)
-        change = change_to(self.snapshot, job, size, self.orders.get(jm.name))
+        change = change_to(self.snapshot, job, size, self.order_of(jm.name))
         self._set_size(j, size)
         for pod in change.evict:
             if pod.name not in self.evicted:
@@ -291,18 +250,6 @@ class PlanState:
         def undo() -> None:
             self.nodes.take(pod, node)
             self.placed[pod_name] = node
-
-        self._journal.append(undo)
-
-    def _set_order(self, name: str, order: tuple[Pod, ...]) -> None:
-        old = self.orders.get(name)
-        self.orders[name] = order
-
-        def undo() -> None:
-            if old is None:
-                del self.orders[name]
-            else:
-                self.orders[name] = old
 
         self._journal.append(undo)
 

@@ -20,7 +20,6 @@ import heapq
 from collections.abc import Iterator
 
 from solver_sched.domain import resources as res
-from solver_sched.domain.cluster import Pod
 from solver_sched.domain.snapshot import ClusterSnapshot
 from solver_sched.formulation.problem import JobModel, Problem
 from solver_sched.formulation.sizes import change_to
@@ -250,7 +249,7 @@ class _Victims:
             default=0,
         )
 
-        def frees_a_slot(v: int, size: int, order: tuple[Pod, ...] | None) -> bool:
+        def frees_a_slot(v: int, size: int) -> bool:
             """Whether taking v down to size opens room for one pod of the gang on some node
             (large pods need their room on one node, not spread over many). While a queue still
             blocks the start, any take-back in it helps; once none does, only node room counts."""
@@ -258,8 +257,9 @@ class _Victims:
                 return True
             released: dict[str, int] = {}
             name = jobs[v].name
-            running = order or st.order_of(name)
-            for pod in change_to(st.snapshot, st.snapshot.jobs[name], size, running).evict:
+            for pod in change_to(
+                st.snapshot, st.snapshot.jobs[name], size, st.order_of(name)
+            ).evict:
                 if pod.name not in st.evicted and pod.node_name in st.nodes.free:
                     node = pod.node_name
                     released[node] = released.get(node, 0) + pod.requests.get(res.GPU, 0)
@@ -289,10 +289,7 @@ class _Victims:
                     break
                 if size >= st.size[jobs[v].name]:
                     continue
-                # A scale-in for a large pod takes the victim's pods where they open room for it.
-                room = per_pod > 1 and size and not still_blocked
-                order = st.room_order(v, size, per_pod) if room else None
-                if not frees_a_slot(v, size, order):
+                if not frees_a_slot(v, size):
                     deferred.append((v, size))
                     continue
                 # A shrink can only break a floor; refused ones cost no node work, are not counted.
@@ -301,7 +298,7 @@ class _Victims:
                     self.own_floor_refused |= not set(hits).isdisjoint(coming)
                     continue
                 taken += 1
-                if not st.resize(v, size, check_quota=False, order=order):
+                if not st.resize(v, size, check_quota=False):
                     continue
                 self.dirty.add(self.rows[v])
                 if still_blocked:

@@ -23,7 +23,7 @@ def test_options_match_change_to(seed: int) -> None:
     for jm in problem.jobs:
         job = snap.jobs[jm.name]
         for o in jm.options:
-            change = change_to(snap, job, o.size)
+            change = change_to(snap, job, o.size, problem.running_order.get(jm.name))
             kept = change.keep + change.bind
             assert o.usage == res.total(p.requests for p in kept), (jm.name, o.size)
             assert o.evicted == len(change.evict)

@@ -47,39 +47,35 @@ def test_a_floor_does_not_count_on_a_partial_gang_that_is_not_settled() -> None:
     assert p in st.unsettled and st.size["team-a/p"] == 2
 
 
-def _scale_in_state() -> PlanState:
+def _scale_in_state(waiting_gpus: int = 8) -> PlanState:
     # e runs 4 pods: worker 0 and 3 on a, 1 and 2 on b. b has 6 GPUs free, a has none; w waits
-    # for a node with 8.
+    # for a node with waiting_gpus free.
     elastic = {"min_member": 2, "max_member": 4, "size_policy": "power-of-two"}
     snap = snapshot(
         node("a", gpus=8),
         node("b", gpus=8),
         gang("x", 6, running_on=["a"] * 6),
         gang("e", 4, running_on=["a", "b", "b", "a"], **elastic),
-        gang("w", 1, gpus=8),
+        gang("w", 1, gpus=waiting_gpus),
     )
     cfg = config()
     return PlanState(snap, prepare(snap, cfg.weights, cfg.settings, NOW))
 
 
-def test_a_scale_in_for_room_takes_the_pods_of_the_node_it_can_empty() -> None:
+def test_a_scale_in_for_a_large_pod_takes_the_pods_of_the_node_it_can_empty() -> None:
     st = _scale_in_state()
-    e = st.index["default/e"]
-    # Highest index first would evict workers 2 (b) and 3 (a): no node gets 8 GPUs free.
-    order = st.room_order(e, 2, room=8)
-    assert order is not None
-    assert [p.name.rsplit("-", 1)[1] for p in order] == ["0", "3", "2", "1"]
-    mark = st.mark()
-    assert st.resize(e, 2, check_quota=False, order=order)
+    # Highest index first would evict workers 2 (b) and 3 (a): no node would get 8 GPUs free.
+    # a is pinned by x, so e keeps its pods there and gives up those on b first.
+    order = st.problem.running_order["default/e"]
+    assert [p.name.rsplit("-", 1)[1] for p in order] == ["0", "3", "1", "2"]
+    assert st.order_of("default/e") == order
+    assert st.resize(st.index["default/e"], 2, check_quota=False)
     assert st.evicted == {"default/e-worker-1", "default/e-worker-2"}
     assert st.nodes.free["b"]["nvidia.com/gpu"] == 8
-    st.rollback(mark)
-    assert st.orders == {} and st.evicted == set()
 
 
-def test_no_room_order_when_no_node_can_be_emptied_or_for_the_first_pod() -> None:
-    st = _scale_in_state()
-    e = st.index["default/e"]
-    assert st.room_order(e, 2, room=9) is None  # b would have 8 at most: keep the usual order
-    assert st.room_order(e, 0, room=8) is None  # a break takes every pod anyway
-    assert st.room_order(e, 1, room=8) is None  # every movable pod goes: no order to choose
+def test_keep_order_stays_when_every_waiting_pod_fits_a_node() -> None:
+    st = _scale_in_state(waiting_gpus=6)  # b holds it as it is
+    assert st.problem.running_order == {}
+    assert st.resize(st.index["default/e"], 2, check_quota=False)
+    assert st.evicted == {"default/e-worker-2", "default/e-worker-3"}
