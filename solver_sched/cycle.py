@@ -107,20 +107,20 @@ def _cycle(
             notes += undone
             if undone or values is None:
                 values = to_values(problem, built, st.size, counts_of(snapshot, problem, st.placed))
-            value = built.model.objective_value(values) if values is not None else None
+            terms = built.model.evaluate(values) if values is not None else {}
+            value = built.model.objective_of(terms) if values is not None else None
             rank = (value is not None, value or 0, label != "greedy")
-            ranked.append((rank, label, st, notes, values))
+            ranked.append((rank, label, st, notes, terms))
         ranked.sort(key=lambda c: c[0], reverse=True)
     with timer("check"):
         rejected: list[str] = []
-        for (_, value, _), label, st, notes, values in ranked:
+        for (known, value, _), label, st, notes, terms in ranked:
             plan = diff(snapshot, st, now, notes)
             violations = check(snapshot, plan, now, s.priority_preemption, s.queue_reclaim)
             if violations:  # fail closed: a plan the checker rejects is never emitted
                 rejected += [f"{label}: {v}" for v in violations]
                 continue
-            terms = built.model.evaluate(values) if values is not None else {}
-            objective = float(value) if values is not None else None
+            objective = float(value) if known else None
             stats = replace(stats, objective=objective, solver_objective=stats.objective)
             return CycleResult(plan, stats, terms, timer.phases, [], label)
     jobs = diff(snapshot, ranked[0][2], now, []).jobs

@@ -67,9 +67,12 @@ class LinearModel:
 
     def objective_value(self, values: list[int]) -> int:
         """The objective of a full assignment (the same integer as summing ``objective()``)."""
-        g = sum(c * values[v] for terms in self.guaranteed.values() for v, c in terms)
-        e = sum(c * values[v] for terms in self.elastic.values() for v, c in terms)
-        return self.band * g + e
+        return self.objective_of(self.evaluate(values))
+
+    def objective_of(self, terms: dict[str, int]) -> int:
+        """The objective from the term values ``evaluate`` returned."""
+        g = sum(terms[name] for name in self.guaranteed)
+        return self.band * g + sum(terms[name] for name in self.elastic)
 
     def violated(self, values: list[int]) -> list[str]:
         """Names of constraints the assignment breaks (used to validate hints in tests)."""

@@ -47,13 +47,14 @@ def check(
         for name, job in snapshot.jobs.items()
         if job.invalid or job.succeeded or snapshot.quota.invalid_in_chain(snapshot.queue_of(job))
     }
+    irregular: list[str] = []  # jobs at a size they may not keep (partial or irregular)
     for name, job in snapshot.jobs.items():
         touched = before_size[name] != after_size[name] or name in with_binds
         if name in frozen:
             if touched:
                 bad.append(f"job {name}: invalid, completing or in an invalid queue, yet changed")
             continue
-        _job_rules(
+        regular = _job_rules(
             snapshot,
             job,
             before_size[name],
@@ -66,6 +67,8 @@ def check(
             queue_reclaim,
             bad,
         )
+        if not regular:
+            irregular.append(name)
         clusters = {
             snapshot.nodes[after[p]].cluster
             for p in job.pods
@@ -73,7 +76,7 @@ def check(
         }
         if len(clusters) > 1:
             bad.append(f"job {name}: spans clusters {sorted(clusters)}")
-    _quota(snapshot, usage_before, usage_after, frozen, bad)
+    _quota(snapshot, usage_before, usage_after, irregular, bad)
     return bad
 
 
@@ -155,7 +158,8 @@ def _job_rules(
     priority_preemption: bool,
     queue_reclaim: bool,
     bad: list[str],
-) -> None:
+) -> bool:
+    """Appends what the job breaks; returns whether it ran at an allowed size."""
     allowed = job.allowed_sizes()
     name = job.name
     if after and after not in allowed:
@@ -168,7 +172,7 @@ def _job_rules(
     if until is not None and now < until and regular and after > before:
         bad.append(f"job {name}: scales out {before} -> {after} during its cooldown")
     if not regular or after >= before:
-        return
+        return regular
     # A job that shrinks or breaks ran at an allowed size, so it is not among the gangs starting.
     if after > 0 and not starts.names:
         bad.append(f"job {name}: scaled in {before} -> {after} with no guaranteed gang starting")
@@ -182,6 +186,7 @@ def _job_rules(
                 f"job {name}: gang broken with no higher-priority gang of its queue "
                 f"(or reclaiming queue) starting"
             )
+    return True
 
 
 class _Starts:
@@ -215,18 +220,14 @@ def _quota(
     snapshot: ClusterSnapshot,
     before: dict[str, dict[str, int]],
     after: dict[str, dict[str, int]],
-    frozen: set[str],
+    irregular: list[str],
     bad: list[str],
 ) -> None:
     """Max: no queue grows past its max (a lowered max stops growth, it evicts nothing). Min: a
     queue using more than its min keeps at least its min, or what it used if less once the gangs
     that must change anyway are left out, so reclaim and preemption take only what it borrows."""
     forced = snapshot.queue_usage(  # partial gangs and irregular sizes change whatever the floor
-        pod
-        for name, job in snapshot.jobs.items()
-        if name not in frozen
-        and len(running := snapshot.running_pods(job)) not in job.allowed_sizes()
-        for pod in running
+        pod for name in irregular for pod in snapshot.running_pods(snapshot.jobs[name])
     )
     for name, q in sorted(snapshot.quota.queues.items()):
         limits = dict(q.max)
