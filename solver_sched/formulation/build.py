@@ -15,6 +15,7 @@ class Built:
     model: LinearModel
     vars: Vars
     triggers: dict[str, int]
+    bonus: dict[int, tuple[int, int]]  # start bonus per priority level that may be withheld
 
 
 def build(problem: Problem) -> Built:
@@ -25,5 +26,5 @@ def build(problem: Problem) -> Built:
     clusters.add(problem, model, v)
     quota.add(problem, model, v)
     triggers = preemption.add(problem, model, v)
-    objective.add(problem, model, v)
-    return Built(model, v, triggers)
+    bonus = objective.add(problem, model, v)
+    return Built(model, v, triggers, bonus)

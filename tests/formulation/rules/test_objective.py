@@ -80,10 +80,13 @@ def _with_start_bonus(gang_start: int) -> SchedulerConfig:
     )
 
 
+@pytest.mark.parametrize("gang_start", [0, 2])
 @pytest.mark.parametrize("backend", ["cpsat", "milp"])
-def test_by_default_a_higher_priority_start_breaks_only_what_it_needs(backend: str) -> None:
+def test_a_higher_priority_start_breaks_only_what_it_needs(backend: str, gang_start: int) -> None:
     # hi (priority 10) may break one priority-0 gang. Breaking the second one as well would only
-    # make room for four 1-GPU priority-0 gangs: equal priority never preempts.
+    # make room for four 1-GPU priority-0 gangs: equal priority never preempts. With the start
+    # bonus, those four starts would outweigh the second break, so the bonus is withheld at and
+    # above the priority of a broken gang.
     snap = snapshot(
         node("n", gpus=8),
         gang("l1", 4, running_on=["n"] * 4, priority=0),
@@ -91,11 +94,12 @@ def test_by_default_a_higher_priority_start_breaks_only_what_it_needs(backend: s
         gang("hi", 4, priority=10),
         *(gang(f"s{i}", 1, priority=0) for i in range(4)),
     )
-    result = plan(snap, backend)
+    result = plan(snap, backend, cfg=_with_start_bonus(gang_start))
     assert result.violations == []
     after = workers_after(snap, result.plan)
     assert after["default/hi"] == 4
     assert after["default/l1"] + after["default/l2"] == 4  # exactly one broken
+    assert result.terms.get("gang_start", 0) == 0  # a gang of priority 0 <= 10 is broken
     assert all(after[f"default/s{i}"] == 0 for i in range(4))
 
 
