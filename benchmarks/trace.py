@@ -4,6 +4,7 @@
     .venv/bin/python -m benchmarks.trace --with-philly   # adds a Philly sample
     .venv/bin/python -m benchmarks.trace --config w.yaml # solver-sched with other weights
     .venv/bin/python -m benchmarks.trace --mapping one   # elastic min = 1 pod (ElasticFlow style)
+    .venv/bin/python -m benchmarks.trace --windows       # + cluster04 over all 59.5 days (~5 min)
 
 Elastic jobs are mapped as torchrun ``--nnodes=R:2R`` by default (``--mapping requested``): the
 trace's requested size R is the guaranteed min, and elastic pods up to 2R use idle GPUs.
@@ -18,6 +19,7 @@ and greedy elastic (``elastic``) measured in the same run.
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -53,6 +55,18 @@ STUDIES = (
         64,
         TraceOptions(jobs=300, load=1.0, start="864000", max_duration=24 * HOUR),
     ),
+)
+# ITP cluster04 over its whole span: 300-job windows starting every 5 days, each at load 1 on 64
+# GPUs, pooled. One window is a small sample (its ratio vs FIFO ranges from 0.34 to 0.93).
+WINDOW_DAYS = tuple(range(0, 60, 5))
+WINDOWS = tuple(
+    Study(
+        f"itp04-64gpu-load1-day{day:02d}",
+        "itp04",
+        64,
+        TraceOptions(jobs=300, load=1.0, start=str(day * 86400), max_duration=24 * HOUR),
+    )
+    for day in WINDOW_DAYS
 )
 MAPPINGS = {  # elastic (min, max) factors of the requested size R; None: the trace's default max
     "requested": (1.0, 2.0),
@@ -91,6 +105,24 @@ def targets(summary: dict[str, dict[str, Any]], ours: str) -> list[str]:
     return out
 
 
+def pooled(summaries: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Per policy, the studies' jobs taken together: average JCT and restarts per job over all
+    jobs, useful utilization as useful GPU-time over GPU-time to each study's makespan."""
+    out: dict[str, dict[str, Any]] = {}
+    for policy in summaries[0]:
+        rows = [s[policy] for s in summaries]
+        jobs = sum(r["finished"] for r in rows)
+        span = sum(r["makespan_h"] * r["gpus"] for r in rows)
+        out[policy] = {
+            "avg_jct_h": sum(r["avg_jct_h"] * r["finished"] for r in rows) / jobs,
+            "util_useful": sum(r["util_useful"] * r["makespan_h"] * r["gpus"] for r in rows) / span,
+            "restarts_per_job": sum(r["restarts_per_job"] * r["jobs"] for r in rows)
+            / sum(r["jobs"] for r in rows),
+            "scale_outs_in_cooldown": sum(r["scale_outs_in_cooldown"] for r in rows),
+        }
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.trace", description=__doc__)
     p.add_argument("--out", type=Path, default=Path("benchmarks/results/trace"))
@@ -101,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--with-philly", action="store_true")
     p.add_argument("--mapping", choices=sorted(MAPPINGS), default="requested")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--windows", action="store_true", help="add the cluster04 window sweep")
     args = p.parse_args(argv)
     try:
         config = load_config(args.config) if args.config else SchedulerConfig()
@@ -112,8 +145,9 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"benchmarks.trace: {exc}", file=sys.stderr)
         return 2
-    studies = STUDIES + ((PHILLY,) if args.with_philly else ())
+    studies = STUDIES + ((PHILLY,) if args.with_philly else ()) + (WINDOWS if args.windows else ())
     verdicts = {}
+    swept: list[dict[str, dict[str, Any]]] = []
     for study in studies:
         low, high = MAPPINGS[args.mapping]
         opts = replace(study.opts, gpus=study.gpus, min_factor=low, max_factor=high)
@@ -141,8 +175,22 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(table(data))
         ours = next((x for x in policies if x.startswith("solver-sched")), None)
-        if ours:
-            verdicts[study.name] = targets(data["summary"], ours)
+        summary = {k: {**v, "gpus": study.gpus} for k, v in data["summary"].items()}
+        if study in WINDOWS:
+            swept.append(summary)
+        elif ours:
+            verdicts[study.name] = targets(summary, ours)
+    if swept and ours:
+        print(f"\n== cluster04 windows (days {', '.join(map(str, WINDOW_DAYS))}), {ours} vs fifo:")
+        ratios = []
+        for day, s in zip(WINDOW_DAYS, swept, strict=True):
+            ratio = s[ours]["avg_jct_h"] / s["fifo"]["avg_jct_h"] if "fifo" in s else 0.0
+            ratios.append(ratio)
+            utils = "  ".join(f"{k} {v['util_useful']:.3f}" for k, v in s.items())
+            print(f"   day {day:2d}: avg JCT x{ratio:.3f}   useful util {utils}")
+        met = sum(r <= 0.8 for r in ratios)
+        print(f"   median window x{statistics.median(ratios):.3f}; {met} of {len(ratios)} <= 0.80")
+        verdicts[f"cluster04, {len(swept)} windows pooled"] = targets(pooled(swept), ours)
     for name, lines in verdicts.items():
         print(f"\n-- targets, {name}")
         print("\n".join("   " + line for line in lines))
