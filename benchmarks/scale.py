@@ -3,8 +3,8 @@
 Cycle time = snapshot in memory -> plan checked (run_cycle), on this machine. For each scenario:
 the greedy backend (the baseline, same run), CP-SAT with the scenario's time budget (3 runs, p50),
 and a 60-second offline CP-SAT solve for the best known objective, in a forked child so that its
-memory is not counted as the scheduler's. Prints a table with ratios against greedy; writes
-benchmarks/results/scale.json.
+memory is not counted as the scheduler's (the child's own peak includes what it inherits).
+Prints a table with ratios against greedy; writes benchmarks/results/scale.json.
 
     .venv/bin/python -m benchmarks.scale                 # S, M, L, XL
     .venv/bin/python -m benchmarks.scale --only S M      # a subset

@@ -15,7 +15,7 @@ class Built:
     model: LinearModel
     vars: Vars
     triggers: dict[str, int]
-    bonus: dict[int, tuple[int, int]]  # start bonus per priority level that may be withheld
+    bonus: dict[int, tuple[int, int]]  # tier weight -> (started, off): a bonus that may be withheld
 
 
 def build(problem: Problem) -> Built:

@@ -69,6 +69,8 @@ def check(
         )
         if not regular:
             irregular.append(name)
+        if name in with_binds and any(p in evicted for p in job.pods):
+            bad.append(f"job {name}: evicts and binds in one plan (running pods never move)")
         clusters = {
             snapshot.nodes[after[p]].cluster
             for p in job.pods
@@ -165,8 +167,13 @@ def _job_rules(
     if after and after not in allowed:
         bad.append(f"job {name}: ends with {after} pods, allowed sizes are {list(allowed)} or 0")
     running = snapshot.running_pods(job)
-    if after and running and running[0].name in evicted:
+    gone = [p.name for p in running if p.name in evicted]
+    if gone and after and running[0].name in gone:
         bad.append(f"job {name}: evicts its first pod {running[0].name} but keeps running")
+    rest = running[1:]
+    tail = [p.name for p in running[len(running) - len(gone) :]]
+    if gone != tail and any(p.requests != rest[0].requests for p in rest):  # only equal ones
+        bad.append(f"job {name}: evicts {gone}, not its highest-index pods")
     until = job.cooldown_until()
     regular = before in allowed
     if until is not None and now < until and regular and after > before:

@@ -275,13 +275,37 @@ class _Victims:
                 if helps(v):
                     yield v, 0
 
+        def together(steps: list[tuple[int, int]]) -> list[tuple[int, int]]:
+            """Deferred take-backs (each victim at its smallest deferred size) that together
+            open room for one pod on a node: those of the node needing the fewest victims."""
+            smallest: dict[int, int] = {}
+            for v, size in steps:
+                smallest[v] = min(size, smallest.get(v, size))
+            gpus: dict[str, int] = {}
+            by: dict[str, set[int]] = {}
+            for v, size in smallest.items():
+                name = jobs[v].name
+                for pod in change_to(
+                    st.snapshot, st.snapshot.jobs[name], size, st.order_of(name)
+                ).evict:
+                    node = pod.node_name
+                    if pod.name not in st.evicted and node in st.nodes.free:
+                        gpus[node] = gpus.get(node, 0) + pod.requests.get(res.GPU, 0)
+                        by.setdefault(node, set()).add(v)
+            room = [n for n, g in gpus.items() if st.nodes.free[n].get(res.GPU, 0) + g >= per_pod]
+            if not room:
+                return []
+            chosen = by[min(room, key=lambda n: (len(by[n]), n))]
+            return [(v, size) for v, size in smallest.items() if v in chosen]
+
         mark = st.mark()
         taken = 0
         still_blocked = bool(blocked)  # queue usage changes only when a victim is taken
         todo: Iterator[tuple[int, int]] = steps()
+        force = False  # take without the room test: a group that opens room only together
         while True:
-            # Take-backs that open no room alone are retried once others were taken: a large pod
-            # may need the room of two victims on one node.
+            # Take-backs that open no room alone are retried once others were taken; if none was,
+            # those that open room on one node together are taken as a group.
             deferred: list[tuple[int, int]] = []
             taken_before = taken
             for v, size in todo:  # one allowed size at a time: take back no more than needed
@@ -289,7 +313,7 @@ class _Victims:
                     break
                 if size >= st.size[jobs[v].name]:
                     continue
-                if not frees_a_slot(v, size):
+                if not force and not frees_a_slot(v, size):
                     deferred.append((v, size))
                     continue
                 # A shrink can only break a floor; refused ones cost no node work, are not counted.
@@ -306,9 +330,15 @@ class _Victims:
                 if st.nodes.gpus_free >= need and st.resize(j, target):
                     self.taken = True
                     return True
-            if not deferred or taken == taken_before or taken >= MAX_VICTIM_STEPS:
+            if not deferred or force or taken >= MAX_VICTIM_STEPS:
                 break
-            todo = iter(deferred)
+            if taken > taken_before:
+                todo = iter(deferred)
+                continue
+            group = together(deferred)
+            if not group:
+                break
+            todo, force = iter(group), True
         st.rollback(mark)
         return False
 

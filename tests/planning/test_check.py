@@ -7,7 +7,7 @@ import pytest
 from solver_sched.domain.plan import BindPod, EvictJob, Plan
 from solver_sched.domain.snapshot import ClusterSnapshot
 from solver_sched.planning.check import check
-from tests.support.builders import NOW, gang, node, other, pod, quota_tree, snapshot
+from tests.support.builders import NOW, gang, node, other, pod, pod_group, quota_tree, snapshot
 
 
 def bind(p: str, n: str, job: str | None = None) -> BindPod:
@@ -74,6 +74,29 @@ CASES: list[tuple[str, ClusterSnapshot, Plan, str]] = [
         ),
         Plan(evictions=(evict("el", "el-worker-0", "el-worker-1"),), binds=gang_binds("t", 6, "a")),
         "evicts its first pod",
+    ),
+    (
+        "unequal pods evicted out of order",
+        snapshot(  # worker 1 requests no GPU: only pods with equal requests may go out of order
+            node("a", gpus=8),
+            pod_group("el", min_member=2, max_member=4),
+            *(
+                pod(f"el-worker-{i}", group="el", node_name="a", gpus=0 if i == 1 else 1)
+                for i in range(4)
+            ),
+            gang("t", 6),
+        ),
+        Plan(evictions=(evict("el", "el-worker-1", "el-worker-2"),), binds=gang_binds("t", 6, "a")),
+        "not its highest-index pods",
+    ),
+    (
+        "evicts and binds one job",
+        snapshot(
+            node("a", gpus=8),
+            gang("el", 4, min_member=2, max_member=4, running_on=["a", "a"]),
+        ),
+        Plan(evictions=(evict("el", "el-worker-1"),), binds=(bind("el-worker-2", "a"),)),
+        "evicts and binds",
     ),
     (
         "equal priority preemption",

@@ -326,3 +326,22 @@ def test_a_scale_in_takes_the_pods_that_open_a_node_for_a_large_pod(backend: str
     assert "default/e2-worker-1" in evicted
     assert not evicted & {"default/e1-worker-0", "default/e2-worker-0"}  # the first pods stay
     assert sorted(b.node for b in result.plan.binds) == ["a", "b"]
+
+
+@pytest.mark.parametrize("backend", ["greedy", "cpsat"])
+def test_take_backs_that_open_a_node_only_together_are_taken_together(backend: str) -> None:
+    # e1 and e2 (two 4-GPU pods each, sizes 1 or 2) both have worker 1 on a. Shrinking either
+    # frees 4 GPUs on a, too few for big's 8-GPU pod, so neither is taken alone; together they
+    # empty a.
+    elastic = {"gpus": 4, "min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
+    snap = snapshot(
+        *(node(n, gpus=8) for n in "abc"),
+        gang("e1", 2, running_on=["b", "a"], **elastic),
+        gang("e2", 2, running_on=["c", "a"], **elastic),
+        gang("big", 1, gpus=8),
+    )
+    result = plan(snap, backend)
+    assert result.violations == []
+    after = workers_after(snap, result.plan)
+    assert (after["default/big"], after["default/e1"], after["default/e2"]) == (1, 1, 1)
+    assert [b.node for b in result.plan.binds] == ["a"]

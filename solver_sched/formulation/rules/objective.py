@@ -2,7 +2,7 @@
 
 Guaranteed band (times ``band`` > the largest elastic band, so rule 4 holds for any weights):
   guaranteed[tier]  tier_weight[j] * guaranteed_units[j,s] * y[j,s]
-  gang_start        gang_start * tier_weight[p] * started[p]    (per priority level p, see below)
+  gang_start        gang_start * t * started[t]                 (per tier weight t, see below)
   waiting           waiting_weight * hours_waited[j] * run_j   (pending gangs only)
   gang_break        -gang_break * y[j,0]                       (running gangs broken)
   quota_min         quota_min_weight * u[q]                    (added by rules/quota.py)
@@ -56,47 +56,40 @@ def add(problem: Problem, model: LinearModel, v: Vars) -> dict[int, tuple[int, i
 
 
 def _start_bonus(problem: Problem, model: LinearModel, v: Vars) -> dict[int, tuple[int, int]]:
-    """The start bonus, paid per priority level p only while no gang of priority <= p is broken:
-        started[p] <= sum_{h starting, prio p} run_h
-        started[p] + n_p * off[p] <= n_p            off[p] >= y[j,0]  (running j, prio j <= p)
-    Breaking a gang needs a higher-priority start of its queue or a reclaim (rules 5, 6). Once
-    one is licensed, the bonus alone could make it pay to break more gangs than the start needs,
-    to start several smaller ones of the victims' priority; withheld at and above that priority,
-    it never pays for a break. off[p] is chained upwards: off[p] >= off[p'] for p' < p. A level
-    with no breakable gang at or below it is paid per start, with no extra variables."""
+    """The start bonus, paid per tier weight t and withheld while the plan breaks a gang of that
+    tier (in any queue):
+        started[t] <= sum_{h starting, tier h = t} run_h
+        started[t] + n_t * off[t] <= n_t            off[t] >= y[j,0]  (running j, tier j = t)
+    A break is licensed by a higher-priority start of the victim's queue or by a reclaim (rules
+    5, 6). Once one is, the bonus could make it pay to break more gangs than the start needs, to
+    start several smaller ones of the victims' tier (in any queue). Smaller gangs of a lower tier
+    never pay for it (validation keeps each tier step >= 1 + gangStart), and those of a higher
+    tier pay for it without any bonus; so only the victims' own tier loses its bonus, and a
+    higher-priority start keeps its own. A tier with no breakable gang is paid per start, with no
+    extra variables."""
     jobs = problem.jobs
     starters: dict[int, list[int]] = defaultdict(list)
     for h, jm in enumerate(jobs):
         if jm.starting and len(jm.options) > 1:
-            starters[jm.priority].append(h)
-    breakable = sorted(
-        (jm.priority, j) for j, jm in enumerate(jobs) if jm.running_ok and jm.break_needs
-    )
+            starters[jm.tier_weight].append(h)
+    victims: dict[int, list[int]] = defaultdict(list)
+    for j, jm in enumerate(jobs):
+        if jm.running_ok and jm.break_needs and jm.tier_weight in starters:
+            victims[jm.tier_weight].append(j)
     out: dict[int, tuple[int, int]] = {}
-    off: int | None = None
-    k = 0  # breakable[:k] have priorities at or below the levels seen so far
-    for p in sorted(starters):
-        victims = []
-        while k < len(breakable) and breakable[k][0] <= p:
-            victims.append(breakable[k][1])
-            k += 1
-        if victims:
-            below = off
-            off = model.var(f"bonus_off[{p}]", 0, 1)
-            if below is not None:
-                model.add(f"bonus_off_chain[{p}]", [(off, 1), (below, -1)], 0, None)
-            for j in victims:
-                model.add(f"bonus_off[{p},{jobs[j].name}]", [(off, 1), (v.y[j][0], -1)], 0, None)
-        hs = starters[p]
-        w = problem.gang_start * jobs[hs[0]].tier_weight
-        if off is None:  # no gang at or below p can break: paid per start, no extra variables
+    for t, hs in sorted(starters.items()):
+        w = problem.gang_start * t
+        if not victims[t]:  # no gang of this tier can break: paid per start
             model.term("guaranteed", "gang_start", [(y, w) for h in hs for y in v.y[h][1:]])
             continue
+        off = model.var(f"bonus_off[{t}]", 0, 1)
+        for j in victims[t]:
+            model.add(f"bonus_off[{t},{jobs[j].name}]", [(off, 1), (v.y[j][0], -1)], 0, None)
         n = len(hs)
-        started = model.var(f"bonus[{p}]", 0, n)
+        started = model.var(f"bonus[{t}]", 0, n)
         runs = [(y, -1) for h in hs for y in v.y[h][1:]]
-        model.add(f"bonus_run[{p}]", [(started, 1), *runs], None, 0)
-        model.add(f"bonus_withheld[{p}]", [(started, 1), (off, n)], None, n)
+        model.add(f"bonus_run[{t}]", [(started, 1), *runs], None, 0)
+        model.add(f"bonus_withheld[{t}]", [(started, 1), (off, n)], None, n)
         model.term("guaranteed", "gang_start", [(started, w)])
-        out[p] = (started, off)
+        out[t] = (started, off)
     return out

@@ -85,8 +85,8 @@ def _with_start_bonus(gang_start: int) -> SchedulerConfig:
 def test_a_higher_priority_start_breaks_only_what_it_needs(backend: str, gang_start: int) -> None:
     # hi (priority 10) may break one priority-0 gang. Breaking the second one as well would only
     # make room for four 1-GPU priority-0 gangs: equal priority never preempts. With the start
-    # bonus, those four starts would outweigh the second break, so the bonus is withheld at and
-    # above the priority of a broken gang.
+    # bonus, those four starts would outweigh the second break, so the bonus is withheld from the
+    # tier of a broken gang.
     snap = snapshot(
         node("n", gpus=8),
         gang("l1", 4, running_on=["n"] * 4, priority=0),
@@ -99,8 +99,30 @@ def test_a_higher_priority_start_breaks_only_what_it_needs(backend: str, gang_st
     after = workers_after(snap, result.plan)
     assert after["default/hi"] == 4
     assert after["default/l1"] + after["default/l2"] == 4  # exactly one broken
-    assert result.terms.get("gang_start", 0) == 0  # a gang of priority 0 <= 10 is broken
     assert all(after[f"default/s{i}"] == 0 for i in range(4))
+    assert result.terms.get("gang_start", 0) == gang_start * 4000  # hi's bonus only (tier 4000)
+
+
+@pytest.mark.parametrize("backend", ["cpsat", "milp"])
+def test_start_bonus_withheld_from_a_victims_tier_never_stops_a_preemption(backend: str) -> None:
+    # hi (priority 10) breaks l1 or l2 to start. s1 and s2 (priority 10 too) start on m either
+    # way: withholding their bonus for the break would cost 2 x 2 x 4000, more than hi's start
+    # gains over the break (16000 - 4000 - 500), and hi would wait.
+    snap = snapshot(
+        node("n", gpus=8),
+        node("m", gpus=2),
+        gang("l1", 4, running_on=["n"] * 4, priority=0),
+        gang("l2", 4, running_on=["n"] * 4, priority=0),
+        gang("hi", 4, priority=10),
+        gang("s1", 1, priority=10),
+        gang("s2", 1, priority=10),
+    )
+    result = plan(snap, backend, cfg=_with_start_bonus(2))
+    assert result.violations == []
+    after = workers_after(snap, result.plan)
+    assert (after["default/hi"], after["default/s1"], after["default/s2"]) == (4, 1, 1)
+    assert after["default/l1"] + after["default/l2"] == 4
+    assert result.terms["gang_start"] == 2 * 4000 * 3
 
 
 @pytest.mark.parametrize("backend", ["cpsat", "milp"])
