@@ -249,21 +249,27 @@ class _Victims:
             default=0,
         )
 
-        def frees_a_slot(v: int, size: int) -> bool:
-            """Whether taking v down to size opens room for one pod of the gang on some node
-            (large pods need their room on one node, not spread over many). While a queue still
-            blocks the start, any take-back in it helps; once none does, only node room counts."""
-            if per_pod <= 1 or still_blocked:
-                return True
-            released: dict[str, int] = {}
+        def released(v: int, size: int) -> dict[str, int]:
+            """GPUs per node that taking v down to size frees."""
+            out: dict[str, int] = {}
             name = jobs[v].name
             for pod in change_to(
                 st.snapshot, st.snapshot.jobs[name], size, st.order_of(name)
             ).evict:
                 if pod.name not in st.evicted and pod.node_name in st.nodes.free:
                     node = pod.node_name
-                    released[node] = released.get(node, 0) + pod.requests.get(res.GPU, 0)
-            return any(st.nodes.free[n].get(res.GPU, 0) + g >= per_pod for n, g in released.items())
+                    out[node] = out.get(node, 0) + pod.requests.get(res.GPU, 0)
+            return out
+
+        def room(freed: dict[str, int]) -> list[str]:
+            """Nodes where the freed GPUs open room for one pod of the gang."""
+            return [n for n, g in freed.items() if st.nodes.free[n].get(res.GPU, 0) + g >= per_pod]
+
+        def frees_a_slot(v: int, size: int) -> bool:
+            """Whether taking v down to size opens room for one pod of the gang on some node
+            (large pods need their room on one node, not spread over many). While a queue still
+            blocks the start, any take-back in it helps; once none does, only node room counts."""
+            return per_pod <= 1 or still_blocked or bool(room(released(v, size)))
 
         def steps() -> Iterator[tuple[int, int]]:
             groups = [group for key, group in self.groups.items() if useful[key]]
@@ -277,25 +283,25 @@ class _Victims:
 
         def together(steps: list[tuple[int, int]]) -> list[tuple[int, int]]:
             """Deferred take-backs (each victim at its smallest deferred size) that together
-            open room for one pod on a node: those of the node needing the fewest victims."""
+            open room for one pod on a node: those of the node needing the fewest breaks, then
+            the fewest victims."""
             smallest: dict[int, int] = {}
             for v, size in steps:
                 smallest[v] = min(size, smallest.get(v, size))
             gpus: dict[str, int] = {}
             by: dict[str, set[int]] = {}
             for v, size in smallest.items():
-                name = jobs[v].name
-                for pod in change_to(
-                    st.snapshot, st.snapshot.jobs[name], size, st.order_of(name)
-                ).evict:
-                    node = pod.node_name
-                    if pod.name not in st.evicted and node in st.nodes.free:
-                        gpus[node] = gpus.get(node, 0) + pod.requests.get(res.GPU, 0)
-                        by.setdefault(node, set()).add(v)
-            room = [n for n, g in gpus.items() if st.nodes.free[n].get(res.GPU, 0) + g >= per_pod]
-            if not room:
+                for node, g in released(v, size).items():
+                    gpus[node] = gpus.get(node, 0) + g
+                    by.setdefault(node, set()).add(v)
+            nodes = room(gpus)
+            if not nodes:
                 return []
-            chosen = by[min(room, key=lambda n: (len(by[n]), n))]
+
+            def cost(n: str) -> tuple[int, int, str]:
+                return sum(smallest[v] == 0 for v in by[n]), len(by[n]), n
+
+            chosen = by[min(nodes, key=cost)]
             return [(v, size) for v, size in smallest.items() if v in chosen]
 
         mark = st.mark()
