@@ -199,15 +199,16 @@ class GreedyElasticPolicy:
         gone: dict[str, list[str]] = {}  # victim -> pods the trial evicts
         want = _pending(job, job.min_pods)
         candidates = [v for v in state.active() if v.elastic and v.running and v.name != job.name]
+
+        def trial_size(v: JobRun) -> int:
+            return cut.get(v.name, size[v.name])
+
         while True:
-            victims = [v for v in candidates if cut.get(v.name, size[v.name]) > v.min_pods]
+            victims = [v for v in candidates if trial_size(v) > v.min_pods]
             if not victims:
                 return None
-            v = max(
-                victims,
-                key=lambda v: (cut.get(v.name, size[v.name]) * v.spec.gpus_per_pod, v.spec.arrival),
-            )
-            now_size = cut.get(v.name, size[v.name])
+            v = max(victims, key=lambda v: (trial_size(v) * v.spec.gpus_per_pod, v.spec.arrival))
+            now_size = trial_size(v)
             smaller = max(s for s in v.allowed_sizes() if s < now_size)
             for i in range(smaller, now_size):
                 node = v.node_of[i]
