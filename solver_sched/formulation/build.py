@@ -15,7 +15,6 @@ class Built:
     model: LinearModel
     vars: Vars
     triggers: dict[str, int]
-    bonus: dict[int, tuple[int, int]]  # tier weight -> (started, off): a bonus that may be withheld
 
 
 def build(problem: Problem) -> Built:
@@ -26,5 +25,5 @@ def build(problem: Problem) -> Built:
     clusters.add(problem, model, v)
     quota.add(problem, model, v)
     triggers = preemption.add(problem, model, v)
-    bonus = objective.add(problem, model, v)
-    return Built(model, v, triggers, bonus)
+    objective.add(problem, model, v)
+    return Built(model, v, triggers)

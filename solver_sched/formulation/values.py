@@ -51,16 +51,4 @@ def to_values(
     for key, var in built.triggers.items():
         starters = problem.triggers.get(key if key != ANY_START else ANY_START, ())
         values[var] = int(any(run[h] for h in starters))
-    for t, (started, off) in built.bonus.items():  # the start bonus per tier weight
-        withheld = any(
-            jm.running_ok and jm.break_needs and jm.tier_weight == t and not run[j]
-            for j, jm in enumerate(problem.jobs)
-        )
-        values[off] = int(withheld)
-        if not withheld:
-            values[started] = sum(
-                run[h]
-                for h, jm in enumerate(problem.jobs)
-                if jm.starting and len(jm.options) > 1 and jm.tier_weight == t
-            )
     return values

@@ -80,13 +80,20 @@ def _with_start_bonus(gang_start: int) -> SchedulerConfig:
     )
 
 
-@pytest.mark.parametrize("gang_start", [0, 2])
+CAVEAT = pytest.mark.xfail(
+    strict=True,
+    reason="known limit of gangStart (docs/formulation.md): once a start licenses a break, the "
+    "bonus can pay for more breaks than it needs; every withholding tried blocked legitimate "
+    "preemptions or reclaims instead (see the two tests below)",
+)
+
+
+@pytest.mark.parametrize("gang_start", [0, pytest.param(2, marks=CAVEAT)])
 @pytest.mark.parametrize("backend", ["cpsat", "milp"])
 def test_a_higher_priority_start_breaks_only_what_it_needs(backend: str, gang_start: int) -> None:
     # hi (priority 10) may break one priority-0 gang. Breaking the second one as well would only
     # make room for four 1-GPU priority-0 gangs: equal priority never preempts. With the start
-    # bonus, those four starts would outweigh the second break, so the bonus is withheld from the
-    # tier of a broken gang.
+    # bonus those four starts outweigh the second break.
     snap = snapshot(
         node("n", gpus=8),
         gang("l1", 4, running_on=["n"] * 4, priority=0),
@@ -100,29 +107,57 @@ def test_a_higher_priority_start_breaks_only_what_it_needs(backend: str, gang_st
     assert after["default/hi"] == 4
     assert after["default/l1"] + after["default/l2"] == 4  # exactly one broken
     assert all(after[f"default/s{i}"] == 0 for i in range(4))
-    assert result.terms.get("gang_start", 0) == gang_start * 4000  # hi's bonus only (tier 4000)
 
 
 @pytest.mark.parametrize("backend", ["cpsat", "milp"])
-def test_start_bonus_withheld_from_a_victims_tier_never_stops_a_preemption(backend: str) -> None:
-    # hi (priority 10) breaks l1 or l2 to start. s1 and s2 (priority 10 too) start on m either
-    # way: withholding their bonus for the break would cost 2 x 2 x 4000, more than hi's start
-    # gains over the break (16000 - 4000 - 500), and hi would wait.
+def test_start_bonus_never_stops_a_preemption(backend: str) -> None:
+    # hi (priority 10) breaks l1 or l2 to start, while small gangs of both tiers start on m either
+    # way. Withholding their bonuses for the break (as two tried fixes of the caveat above did:
+    # from every start at or above the victim's priority, or of the victim's tier) would cost
+    # more than hi gains over the break (16000 - 4000 - 500), and hi would wait.
     snap = snapshot(
         node("n", gpus=8),
-        node("m", gpus=2),
+        node("m", gpus=8),
         gang("l1", 4, running_on=["n"] * 4, priority=0),
         gang("l2", 4, running_on=["n"] * 4, priority=0),
         gang("hi", 4, priority=10),
-        gang("s1", 1, priority=10),
-        gang("s2", 1, priority=10),
+        *(gang(f"s{i}", 1, priority=10) for i in range(2)),
+        *(gang(f"z{i}", 1, priority=0) for i in range(6)),
     )
     result = plan(snap, backend, cfg=_with_start_bonus(2))
     assert result.violations == []
     after = workers_after(snap, result.plan)
-    assert (after["default/hi"], after["default/s1"], after["default/s2"]) == (4, 1, 1)
+    assert after["default/hi"] == 4
     assert after["default/l1"] + after["default/l2"] == 4
-    assert result.terms["gang_start"] == 2 * 4000 * 3
+
+
+@pytest.mark.parametrize("backend", ["cpsat", "milp"])
+def test_start_bonus_never_stops_a_reclaim(backend: str) -> None:
+    # Queue a is below its min; its 2-GPU pod fits only where b's borrowing gang runs. Many 1-GPU
+    # gangs of b's tier start on other nodes: withholding their bonus for the break (as a tried
+    # fix of the caveat above did) would cost more than the reclaim gains.
+    tree = quota_tree(
+        {
+            "name": "root",
+            "children": [
+                {"name": "a", "namespaces": ["team-a"], "min": {"nvidia.com/gpu": "2"}},
+                {"name": "b", "namespaces": ["team-b"], "min": {"nvidia.com/gpu": "1"}},
+            ],
+        }
+    )
+    snap = snapshot(
+        node("n", gpus=2),
+        *(node(f"m{i}", gpus=1) for i in range(25)),
+        tree,
+        gang("borrow", 2, namespace="team-b", running_on=["n"] * 2),
+        gang("keep", 1, namespace="team-b", running_on=["m0"]),
+        gang("claim", 1, gpus=2, namespace="team-a"),  # only n can hold its pod
+        *(gang(f"z{i}", 1, namespace="team-b") for i in range(24)),
+    )
+    result = plan(snap, backend, cfg=_with_start_bonus(2))
+    assert result.violations == []
+    after = workers_after(snap, result.plan)
+    assert (after["team-a/claim"], after["team-b/borrow"], after["team-b/keep"]) == (1, 0, 1)
 
 
 @pytest.mark.parametrize("backend", ["cpsat", "milp"])
