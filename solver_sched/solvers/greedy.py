@@ -17,7 +17,7 @@ is also always a candidate plan, so the emitted plan is never worse than greedy'
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from solver_sched.domain import resources as res
 from solver_sched.domain.snapshot import ClusterSnapshot
@@ -241,13 +241,9 @@ class _Victims:
                 useful[key] = rows_help(key)
             return v != j and st.size[jobs[v].name] > 0 and useful[key]
 
-        per_pod = max(
-            (
-                p.requests.get(res.GPU, 0)
-                for p in change_to(st.snapshot, st.snapshot.jobs[jobs[j].name], target).bind
-            ),
-            default=0,
-        )
+        binds = change_to(st.snapshot, st.snapshot.jobs[jobs[j].name], target).bind
+        largest = max(binds, key=lambda p: p.requests.get(res.GPU, 0), default=None)
+        per_pod = largest.requests.get(res.GPU, 0) if largest else 0
 
         def released(v: int, size: int) -> dict[str, int]:
             """GPUs per node that taking v down to size frees."""
@@ -281,45 +277,70 @@ class _Victims:
                 if helps(v):
                     yield v, 0
 
+        def usable(node: str) -> bool:
+            """Whether the gang's largest pod may run on the node (cordon, selectors, taints,
+            the job's clusters)."""
+            n = st.snapshot.nodes[node]
+            clusters = jobs[j].clusters
+            return (
+                largest is not None
+                and n.schedulable
+                and (not clusters or n.cluster in clusters)
+                and not largest.constraints.unmet(n.labels, n.taints, n.name)
+            )
+
         def together(steps: list[tuple[int, int]]) -> list[tuple[int, int]]:
-            """Deferred take-backs (each victim at its smallest deferred size) that together
-            open room for one pod on a node: those of the node needing the fewest breaks, then
-            the fewest victims."""
-            smallest: dict[int, int] = {}
+            """Deferred take-backs that together open room for the gang's largest pod on a node
+            it may use: those of the node needing the fewest breaks, then the fewest victims,
+            each victim at the largest deferred size that frees as much there."""
+            sizes: dict[int, list[int]] = {}
             for v, size in steps:
-                smallest[v] = min(size, smallest.get(v, size))
-            gpus: dict[str, int] = {}
-            by: dict[str, set[int]] = {}
-            for v, size in smallest.items():
-                for node, g in released(v, size).items():
-                    gpus[node] = gpus.get(node, 0) + g
-                    by.setdefault(node, set()).add(v)
-            nodes = room(gpus)
-            if not nodes:
-                return []
+                sizes.setdefault(v, []).append(size)
+            cache: dict[tuple[int, int], dict[str, int]] = {}
 
-            def cost(n: str) -> tuple[int, int, str]:
-                return sum(smallest[v] == 0 for v in by[n]), len(by[n]), n
+            def freed(v: int, size: int) -> dict[str, int]:
+                if (v, size) not in cache:
+                    cache[(v, size)] = released(v, size)
+                return cache[(v, size)]
 
-            chosen = by[min(nodes, key=cost)]
-            return [(v, size) for v, size in smallest.items() if v in chosen]
+            most: dict[str, int] = {}  # node -> GPUs all deferred take-backs free there
+            for v, ss in sizes.items():
+                for node, g in freed(v, min(ss)).items():
+                    most[node] = most.get(node, 0) + g
+            best: tuple[tuple[int, int, str], list[tuple[int, int]]] | None = None
+            for node, g in most.items():
+                if st.nodes.free[node].get(res.GPU, 0) + g < per_pod or not usable(node):
+                    continue
+                group = []
+                for v, ss in sizes.items():
+                    top = freed(v, min(ss)).get(node, 0)
+                    if top:
+                        group.append((v, max(s for s in ss if freed(v, s).get(node, 0) == top)))
+                cost = (sum(size == 0 for _, size in group), len(group), node)
+                if best is None or cost < best[0]:
+                    best = (cost, group)
+            return best[1] if best else []
 
         mark = st.mark()
         taken = 0
         still_blocked = bool(blocked)  # queue usage changes only when a victim is taken
-        todo: Iterator[tuple[int, int]] = steps()
-        force = False  # take without the room test: a group that opens room only together
+        todo: Iterable[tuple[int, int, bool]] = ((v, size, False) for v, size in steps())
         while True:
             # Take-backs that open no room alone are retried once others were taken; if none was,
-            # those that open room on one node together are taken as a group.
+            # those that open room on one node together are taken as a group (forced: without
+            # the room test), and the rest are retried after them.
             deferred: list[tuple[int, int]] = []
             taken_before = taken
-            for v, size in todo:  # one allowed size at a time: take back no more than needed
+            for (
+                v,
+                size,
+                forced,
+            ) in todo:  # one allowed size at a time: take back no more than needed
                 if taken >= MAX_VICTIM_STEPS:
                     break
                 if size >= st.size[jobs[v].name]:
                     continue
-                if not force and not frees_a_slot(v, size):
+                if not forced and not frees_a_slot(v, size):
                     deferred.append((v, size))
                     continue
                 # A shrink can only break a floor; refused ones cost no node work, are not counted.
@@ -336,15 +357,17 @@ class _Victims:
                 if st.nodes.gpus_free >= need and st.resize(j, target):
                     self.taken = True
                     return True
-            if not deferred or force or taken >= MAX_VICTIM_STEPS:
+            if not deferred or taken >= MAX_VICTIM_STEPS:
                 break
             if taken > taken_before:
-                todo = iter(deferred)
+                todo = [(v, size, False) for v, size in deferred]
                 continue
             group = together(deferred)
             if not group:
                 break
-            todo, force = iter(group), True
+            members = {v for v, _ in group}
+            rest = [(v, size, False) for v, size in deferred if v not in members]
+            todo = [(v, size, True) for v, size in group] + rest
         st.rollback(mark)
         return False
 

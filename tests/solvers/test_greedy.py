@@ -1,5 +1,7 @@
 """Greedy's victim search: which take-backs it tries, and which cost nothing of its step budget."""
 
+from typing import Any
+
 import pytest
 
 from solver_sched.domain.snapshot import ClusterSnapshot
@@ -11,6 +13,8 @@ from tests.support.builders import (
     gang,
     node,
     plan,
+    pod,
+    pod_group,
     quota_tree,
     snapshot,
     workers_after,
@@ -345,3 +349,53 @@ def test_take_backs_that_open_a_node_only_together_are_taken_together(backend: s
     after = workers_after(snap, result.plan)
     assert (after["default/big"], after["default/e1"], after["default/e2"]) == (1, 1, 1)
     assert [b.node for b in result.plan.binds] == ["a"]
+
+
+def _pairs(*names: str, **extra: Any) -> list[dict[str, Any]]:
+    """Elastic jobs of two 4-GPU pods (sizes 1 or 2); job i has worker 0 on fillers[i] and
+    worker 1 on the shared node. Fillers are half taken by a 4-GPU priority-1000 gang."""
+    elastic = {"gpus": 4, "min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
+    objs: list[dict[str, Any]] = []
+    for name, (filler, shared) in zip(names, extra["layout"], strict=True):
+        objs += gang(f"f{name}", 1, gpus=4, running_on=[filler], priority=1000)
+        objs += gang(name, 2, running_on=[filler, shared], **elastic, **extra.get("job", {}))
+    return objs
+
+
+def test_a_group_takes_shrinks_where_breaks_would_free_no_more() -> None:
+    # e1 and e2 are also breakable (big has priority 10), but shrinking them frees as much on a.
+    snap = snapshot(
+        *(node(n, gpus=8) for n in "abc"),
+        *_pairs("e1", "e2", layout=[("b", "a"), ("c", "a")]),
+        gang("big", 1, gpus=8, priority=10),
+        gang("p0", 1, gpus=4),
+    )
+    st = greedy.greedy_plan(snap, prepare(snap, config().weights, config().settings, NOW))
+    assert (st.size["default/big"], st.size["default/e1"], st.size["default/e2"]) == (1, 1, 1)
+
+
+def test_a_group_opens_a_node_the_gang_may_use() -> None:
+    # Groups can open a (zone x) or d (zone y); big must run in zone y.
+    snap = snapshot(
+        node("a", gpus=8, labels={"zone": "x"}),
+        node("d", gpus=8, labels={"zone": "y"}),
+        *(node(n, gpus=8) for n in "bcfg"),
+        *_pairs("e1", "e2", "e3", "e4", layout=[("b", "a"), ("c", "a"), ("f", "d"), ("g", "d")]),
+        pod_group("big", min_member=1),
+        pod("big-worker-0", group="big", gpus=8, node_selector={"zone": "y"}),
+    )
+    result = plan(snap, "greedy")
+    assert result.violations == []
+    assert [b.node for b in result.plan.binds] == ["d"]
+
+
+def test_groups_open_as_many_nodes_as_the_gang_needs() -> None:
+    # big has two 8-GPU pods: a and d are each opened only by a group of two victims.
+    snap = snapshot(
+        *(node(n, gpus=8) for n in "adbcfg"),
+        *_pairs("e1", "e2", "e3", "e4", layout=[("b", "a"), ("c", "a"), ("f", "d"), ("g", "d")]),
+        gang("big", 2, gpus=8),
+    )
+    result = plan(snap, "greedy")
+    assert result.violations == []
+    assert sorted(b.node for b in result.plan.binds) == ["a", "d"]
