@@ -258,8 +258,12 @@ class _Victims:
             return out
 
         def room(freed: dict[str, int]) -> list[str]:
-            """Nodes where the freed GPUs open room for one pod of the gang."""
-            return [n for n, g in freed.items() if st.nodes.free[n].get(res.GPU, 0) + g >= per_pod]
+            """Nodes the gang may use where the freed GPUs open room for one of its pods."""
+            return [
+                n
+                for n, g in freed.items()
+                if st.nodes.free[n].get(res.GPU, 0) + g >= per_pod and usable(n)
+            ]
 
         def frees_a_slot(v: int, size: int) -> bool:
             """Whether taking v down to size opens room for one pod of the gang on some node
@@ -277,22 +281,27 @@ class _Victims:
                 if helps(v):
                     yield v, 0
 
+        may_use: dict[str, bool] = {}
+
         def usable(node: str) -> bool:
             """Whether the gang's largest pod may run on the node (cordon, selectors, taints,
             the job's clusters)."""
-            n = st.snapshot.nodes[node]
-            clusters = jobs[j].clusters
-            return (
-                largest is not None
-                and n.schedulable
-                and (not clusters or n.cluster in clusters)
-                and not largest.constraints.unmet(n.labels, n.taints, n.name)
-            )
+            if node not in may_use:
+                n = st.snapshot.nodes[node]
+                clusters = jobs[j].clusters
+                may_use[node] = (
+                    largest is not None
+                    and n.schedulable
+                    and (not clusters or n.cluster in clusters)
+                    and not largest.constraints.unmet(n.labels, n.taints, n.name)
+                )
+            return may_use[node]
 
         def together(steps: list[tuple[int, int]]) -> list[tuple[int, int]]:
             """Deferred take-backs that together open room for the gang's largest pod on a node
-            it may use: those of the node needing the fewest breaks, then the fewest victims,
-            each victim at the largest deferred size that frees as much there."""
+            it may use: every deferred victim with pods there, on the node where that means the
+            fewest breaks, then the fewest victims; each at the largest deferred size that
+            frees as much there."""
             sizes: dict[int, list[int]] = {}
             for v, size in steps:
                 sizes.setdefault(v, []).append(size)
@@ -365,8 +374,7 @@ class _Victims:
             group = together(deferred)
             if not group:
                 break
-            members = {v for v, _ in group}
-            rest = [(v, size, False) for v, size in deferred if v not in members]
+            rest = [(v, size, False) for v, size in deferred if (v, size) not in group]
             todo = [(v, size, True) for v, size in group] + rest
         st.rollback(mark)
         return False

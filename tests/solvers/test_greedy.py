@@ -399,3 +399,23 @@ def test_groups_open_as_many_nodes_as_the_gang_needs() -> None:
     result = plan(snap, "greedy")
     assert result.violations == []
     assert sorted(b.node for b in result.plan.binds) == ["a", "d"]
+
+
+def test_a_victim_of_one_group_can_shrink_further_for_the_next() -> None:
+    # big's two 8-GPU pods need x and y. v (3 x 4 GPUs) helps open x at size 2, then must go to
+    # size 1 to open y with u; its smaller deferred sizes are kept after the first group.
+    el = {"gpus": 4, "min_member": 1}
+    snap = snapshot(
+        node("x", gpus=8),
+        node("y", gpus=16),
+        *(node(n, gpus=8) for n in "fgh"),
+        gang("pin", 1, gpus=8, running_on=["y"], priority=1000),
+        *(gang(f"fill_{n}", 1, gpus=4, running_on=[n], priority=1000) for n in "fgh"),
+        gang("v", 3, max_member=3, running_on=["f", "y", "x"], **el),
+        gang("w", 2, max_member=2, running_on=["g", "x"], **el),
+        gang("u", 2, max_member=2, running_on=["h", "y"], **el),
+        gang("big", 2, gpus=8, priority=10),
+    )
+    result = plan(snap, "greedy")
+    assert result.violations == []
+    assert sorted(b.node for b in result.plan.binds) == ["x", "y"]
