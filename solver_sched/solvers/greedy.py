@@ -257,6 +257,22 @@ class _Victims:
                     out[node] = out.get(node, 0) + pod.requests.get(res.GPU, 0)
             return out
 
+        may_use: dict[str, bool] = {}
+
+        def usable(node: str) -> bool:
+            """Whether the gang's largest pod may run on the node (cordon, selectors, taints,
+            the job's clusters)."""
+            if node not in may_use:
+                n = st.snapshot.nodes[node]
+                clusters = jobs[j].clusters
+                may_use[node] = (
+                    largest is not None
+                    and n.schedulable
+                    and (not clusters or n.cluster in clusters)
+                    and not largest.constraints.unmet(n.labels, n.taints, n.name)
+                )
+            return may_use[node]
+
         def room(freed: dict[str, int]) -> list[str]:
             """Nodes the gang may use where the freed GPUs open room for one of its pods."""
             return [
@@ -281,22 +297,6 @@ class _Victims:
                 if helps(v):
                     yield v, 0
 
-        may_use: dict[str, bool] = {}
-
-        def usable(node: str) -> bool:
-            """Whether the gang's largest pod may run on the node (cordon, selectors, taints,
-            the job's clusters)."""
-            if node not in may_use:
-                n = st.snapshot.nodes[node]
-                clusters = jobs[j].clusters
-                may_use[node] = (
-                    largest is not None
-                    and n.schedulable
-                    and (not clusters or n.cluster in clusters)
-                    and not largest.constraints.unmet(n.labels, n.taints, n.name)
-                )
-            return may_use[node]
-
         def together(steps: list[tuple[int, int]]) -> list[tuple[int, int]]:
             """Deferred take-backs that together open room for the gang's largest pod on a node
             it may use: every deferred victim with pods there, on the node where that means the
@@ -317,9 +317,7 @@ class _Victims:
                 for node, g in freed(v, min(ss)).items():
                     most[node] = most.get(node, 0) + g
             best: tuple[tuple[int, int, str], list[tuple[int, int]]] | None = None
-            for node, g in most.items():
-                if st.nodes.free[node].get(res.GPU, 0) + g < per_pod or not usable(node):
-                    continue
+            for node in room(most):
                 group = []
                 for v, ss in sizes.items():
                     top = freed(v, min(ss)).get(node, 0)
@@ -340,11 +338,8 @@ class _Victims:
             # the room test), and the rest are retried after them.
             deferred: list[tuple[int, int]] = []
             taken_before = taken
-            for (
-                v,
-                size,
-                forced,
-            ) in todo:  # one allowed size at a time: take back no more than needed
+            # One allowed size at a time: take back no more than needed.
+            for v, size, forced in todo:
                 if taken >= MAX_VICTIM_STEPS:
                     break
                 if size >= st.size[jobs[v].name]:
