@@ -7,11 +7,13 @@ one process-wide effect is that the cyclic garbage collector is paused while a c
 from __future__ import annotations
 
 import gc
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from functools import partial
 
 from solver_sched.config.schema import SchedulerConfig, Settings
 from solver_sched.domain.plan import Plan
@@ -24,7 +26,7 @@ from solver_sched.formulation.values import to_values
 from solver_sched.planning.check import check
 from solver_sched.planning.diff import diff
 from solver_sched.planning.pack import minimize_evictions, pack
-from solver_sched.solvers.cpsat import solve_cpsat
+from solver_sched.solvers.cpsat import Outcome, Search
 from solver_sched.solvers.greedy import assignment_of, counts_of, greedy_plan
 from solver_sched.solvers.milp import solve_milp
 from solver_sched.solvers.result import Assignment, SolveStats, SolveStatus
@@ -94,67 +96,167 @@ def _cycle(
         greedy_state = greedy_plan(snapshot, problem)  # concrete already: it needs no packing
         greedy = assignment_of(greedy_state)
         hint = to_values(problem, built, greedy.sizes, greedy.counts)
+    with timer("solve"):  # the translation; the search then runs on a worker thread
+        solving = _Solving(backend, problem, built, hint, limit, s)
+    try:  # while the solver searches, greedy's candidate is scored and checked on this thread
+        with timer("plan"):
+            first = _score(problem, built, "greedy", greedy_state, [], hint)
+        with timer("check"):
+            _verdict(snapshot, first, now, s)
+    except BaseException:
+        solving.cancel()
+        raise
     with timer("solve"):
-        stats, solved = _solve(backend, problem, built, hint, limit, s)
-    with timer("plan"):
-        ranked = []
-        Candidate = tuple[str, PlanState, list[str], list[int] | None]  # values, when known
-        candidates: list[Candidate] = [("greedy", greedy_state, [], hint)]
-        if solved:
-            candidates.append((backend, *pack(snapshot, problem, solved), None))
-        for label, st, notes, values in candidates:
-            undone = minimize_evictions(st)  # a note per eviction undone: none, st unchanged
-            notes += undone
-            if undone or values is None:
-                values = to_values(problem, built, st.size, counts_of(snapshot, problem, st.placed))
-            terms = built.model.evaluate(values) if values is not None else {}
-            value = built.model.objective_of(terms) if values is not None else None
-            rank = (value is not None, value or 0, label != "greedy")
-            ranked.append((rank, label, st, notes, terms))
-        ranked.sort(key=lambda c: c[0], reverse=True)
-    with timer("check"):
-        rejected: list[str] = []
-        for (known, value, _), label, st, notes, terms in ranked:
-            plan = diff(snapshot, st, now, notes)
-            violations = check(snapshot, plan, now, s.priority_preemption, s.queue_reclaim)
-            if violations:  # fail closed: a plan the checker rejects is never emitted
-                rejected += [f"{label}: {v}" for v in violations]
-                continue
-            objective = float(value) if known else None
-            stats = replace(stats, objective=objective, solver_objective=stats.objective)
-            return CycleResult(plan, stats, terms, timer.phases, [], label)
-    jobs = diff(snapshot, ranked[0][2], now, []).jobs
+        stats, solved = solving.result()
+    candidates = [first]
+    if solved:
+        with timer("plan"):
+            st, notes = pack(snapshot, problem, solved)
+            candidates.append(_score(problem, built, backend, st, notes, None))
+    candidates.sort(key=lambda c: c.rank, reverse=True)  # ties go to the solver
+    rejected: list[str] = []
+    for c in candidates:  # best first; fail closed: a plan the checker rejects is never emitted
+        if c.plan is None:
+            with timer("check"):
+                _verdict(snapshot, c, now, s)
+        if c.violations:
+            rejected += [f"{c.label}: {v}" for v in c.violations]
+            continue
+        assert c.plan is not None
+        objective = float(c.value) if c.value is not None else None
+        stats = replace(stats, objective=objective, solver_objective=stats.objective)
+        return CycleResult(c.plan, stats, c.terms, timer.phases, [], c.label)
+    jobs = diff(snapshot, candidates[0].state, now, []).jobs
     plan = Plan(jobs=jobs, notes=("no plan passed the checker", *rejected))
     return CycleResult(plan, stats, {}, timer.phases, rejected or ["no plan"], "")
 
 
-def _solve(
-    backend: str,
+@dataclass
+class _Candidate:
+    """A plan state with its model objective (None: it does not map onto the model) and, once
+    checked, its plan and the checker's violations."""
+
+    label: str
+    state: PlanState
+    notes: list[str]
+    terms: dict[str, int]
+    value: int | None
+    plan: Plan | None = None
+    violations: list[str] = field(default_factory=list)
+
+    @property
+    def rank(self) -> tuple[bool, int, bool]:
+        """A candidate that does not map onto the model ranks last but stays eligible."""
+        return (self.value is not None, self.value or 0, self.label != "greedy")
+
+
+def _score(
     problem: Problem,
     built: Built,
-    hint: list[int] | None,
-    limit: float,
-    s: Settings,
-) -> tuple[SolveStats, Assignment | None]:
-    if backend == "greedy":
-        return SolveStats("greedy", SolveStatus.HEURISTIC), None
-    if backend not in BACKENDS:
-        raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
-    if problem.too_large:
-        return SolveStats(backend, SolveStatus.NO_SOLUTION, detail=problem.too_large), None
-    try:
-        if backend == "cpsat":
-            status, values, obj, bound, secs, detail = solve_cpsat(
-                built.model, hint, limit, s.workers, s.random_seed, s.linearization_level
-            )
-        else:
-            status, values, obj, bound, secs, detail = solve_milp(built.model, limit, s.workers)
-    except (RuntimeError, ValueError, OverflowError, IndexError) as exc:  # solver library failure
-        return SolveStats(backend, SolveStatus.NO_SOLUTION, detail=f"solver error: {exc}"), None
-    stats = SolveStats(backend, status, obj, bound, secs, detail)
+    label: str,
+    st: PlanState,
+    notes: list[str],
+    values: list[int] | None,
+) -> _Candidate:
+    """Gives back the evictions the state does not need, then values it with the model."""
+    undone = minimize_evictions(st)  # a note per eviction undone: none, st unchanged
+    notes += undone
+    if undone or values is None:
+        values = to_values(problem, built, st.size, counts_of(st.snapshot, problem, st.placed))
     if values is None:
-        return stats, None
-    return stats, _assignment(problem, built, values)
+        return _Candidate(label, st, notes, {}, None)
+    terms = built.model.evaluate(values)
+    return _Candidate(label, st, notes, terms, built.model.objective_of(terms))
+
+
+def _verdict(snapshot: ClusterSnapshot, c: _Candidate, now: datetime, s: Settings) -> None:
+    c.plan = diff(snapshot, c.state, now, c.notes)
+    c.violations = check(snapshot, c.plan, now, s.priority_preemption, s.queue_reclaim)
+
+
+class _Solving:
+    """The backend's solve, under way on a worker thread from construction to ``result``.
+
+    CP-SAT is translated on the calling thread (Python); its search, which holds no GIL, runs on
+    the worker, so the caller checks greedy's plan meanwhile on the other core. MILP builds its
+    PuLP model on the worker too: correct, but it shares the GIL with the caller."""
+
+    def __init__(
+        self,
+        backend: str,
+        problem: Problem,
+        built: Built,
+        hint: list[int] | None,
+        limit: float,
+        s: Settings,
+    ) -> None:
+        self.backend = backend
+        self.problem = problem
+        self.built = built
+        self.search: Search | None = None
+        self.outcome: Outcome | None = None
+        self.failure: SolveStats | None = None
+        self.thread: threading.Thread | None = None
+        self.crash: BaseException | None = None
+        if backend == "greedy":
+            self.failure = SolveStats("greedy", SolveStatus.HEURISTIC)
+            return
+        if backend not in BACKENDS:
+            raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+        if problem.too_large:
+            self.failure = SolveStats(backend, SolveStatus.NO_SOLUTION, detail=problem.too_large)
+            return
+        run: Callable[[], Outcome]
+        try:
+            if backend == "cpsat":
+                self.search = Search(
+                    built.model, hint, limit, s.workers, s.random_seed, s.linearization_level
+                )
+                run = self.search.run
+            else:
+                run = partial(solve_milp, built.model, limit, s.workers)
+        except _SOLVER_ERRORS as exc:
+            self.failure = _error(backend, exc)
+            return
+        self.thread = threading.Thread(target=self._run, args=(run,), name="solver", daemon=True)
+        self.thread.start()
+
+    def _run(self, run: Callable[[], Outcome]) -> None:
+        try:
+            self.outcome = run()
+        except _SOLVER_ERRORS as exc:
+            self.failure = _error(self.backend, exc)
+        except BaseException as exc:  # re-raised on the caller's thread by result()
+            self.crash = exc
+
+    def cancel(self) -> None:
+        """Stops a search still under way (the cycle failed meanwhile) and waits for it."""
+        if self.thread is not None and self.thread.is_alive():
+            if self.search is not None:
+                self.search.solver.stop_search()
+            self.thread.join()
+
+    def result(self) -> tuple[SolveStats, Assignment | None]:
+        if self.thread is not None:
+            self.thread.join()
+        if self.crash is not None:
+            raise self.crash
+        if self.failure is not None:
+            return self.failure, None
+        assert self.outcome is not None
+        status, values, obj, bound, secs, detail = self.outcome
+        search = self.search.search_seconds if self.search is not None else secs
+        stats = SolveStats(self.backend, status, obj, bound, secs, detail, search_seconds=search)
+        if values is None:
+            return stats, None
+        return stats, _assignment(self.problem, self.built, values)
+
+
+_SOLVER_ERRORS = (RuntimeError, ValueError, OverflowError, IndexError)  # solver library failures
+
+
+def _error(backend: str, exc: Exception) -> SolveStats:
+    return SolveStats(backend, SolveStatus.NO_SOLUTION, detail=f"solver error: {exc}")
 
 
 def _assignment(problem: Problem, built: Built, values: list[int]) -> Assignment:

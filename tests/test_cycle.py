@@ -2,10 +2,28 @@
 cluster (regressions found in review)."""
 
 import gc
+import threading
+import time
+from typing import Any
 
 import pytest
 
-from tests.support.builders import gang, node, plan, pod, quota_tree, snapshot, workers_after
+from solver_sched import cycle as cycle_module
+from solver_sched.io.kube_snapshot import snapshot_from_objects
+from solver_sched.solvers import cpsat
+from solver_sched.solvers.result import SolveStatus
+from solver_sched.synthetic import synthetic_objects
+from tests.support.builders import (
+    NOW,
+    config,
+    gang,
+    node,
+    plan,
+    pod,
+    quota_tree,
+    snapshot,
+    workers_after,
+)
 
 BACKENDS = ["cpsat", "milp", "greedy"]
 
@@ -98,4 +116,61 @@ def test_the_garbage_collector_is_back_on_after_a_cycle_even_one_that_raises() -
     assert gc.isenabled()
     with pytest.raises(ValueError, match="unknown backend"):
         plan(snap, "no-such-backend")
+    assert gc.isenabled()
+
+
+def _solver_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "solver" and t.is_alive()]
+
+
+def test_greedy_plan_is_checked_while_the_solver_searches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The search waits (up to 10 s) for the first check() call: a cycle that checked greedy's
+    plan only after the solve would make it time out."""
+    snap = snapshot(node("n1", gpus=8), gang("g", 2), gang("h", 4))
+    first_check = threading.Event()
+    waited: list[bool] = []
+    real_run, real_check = cpsat.Search.run, cycle_module.check
+
+    def run_after_check(self: cpsat.Search) -> cpsat.Outcome:
+        waited.append(first_check.wait(timeout=10))
+        return real_run(self)
+
+    def check(*args: Any, **kwargs: Any) -> list[str]:
+        first_check.set()
+        return real_check(*args, **kwargs)
+
+    monkeypatch.setattr(cpsat.Search, "run", run_after_check)
+    monkeypatch.setattr(cycle_module, "check", check)
+    result = plan(snap, "cpsat")
+    assert waited == [True]
+    assert result.violations == []
+    assert result.stats.status.value == "OPTIMAL"
+    assert workers_after(snap, result.plan) == {"default/g": 2, "default/h": 4}
+
+
+def test_a_cycle_that_fails_while_the_solver_searches_stops_the_search(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Greedy's check raises 0.2 s into the search of a cluster whose optimum CP-SAT proves only
+    after seconds (3.3 s here): the cycle raises, and the search was stopped unproven."""
+    snap = snapshot_from_objects(synthetic_objects(512, 1000, 500, 1, NOW))
+    searches: list[cpsat.Outcome] = []
+    real_run = cpsat.Search.run
+
+    def run(self: cpsat.Search) -> cpsat.Outcome:
+        out = real_run(self)
+        searches.append(out)
+        return out
+
+    def broken_check(*args: Any, **kwargs: Any) -> list[str]:
+        time.sleep(0.2)  # the search is under way
+        raise RuntimeError("checker crashed")
+
+    monkeypatch.setattr(cpsat.Search, "run", run)
+    monkeypatch.setattr(cycle_module, "check", broken_check)
+    with pytest.raises(RuntimeError, match="checker crashed"):
+        cycle_module.run_cycle(snap, config(time_limit_seconds=60.0), NOW, "cpsat")
+    assert _solver_threads() == []
+    assert len(searches) == 1  # the search ended before the cycle returned
+    assert searches[0][0] != SolveStatus.OPTIMAL  # stopped unproven, not run to the end
     assert gc.isenabled()

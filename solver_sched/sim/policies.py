@@ -325,7 +325,7 @@ class SolverSchedPolicy:
         )
         binds = [(b.pod, b.node) for b in result.plan.binds]
         evictions = [p for e in result.plan.evictions for p in e.pods]
-        solver = result.phases.get("solve", 0.0) if self.backend != "greedy" else 0.0
+        solver = result.stats.seconds if self.backend != "greedy" else 0.0
         return Decisions(binds, evictions, solver, bool(result.violations))
 
 

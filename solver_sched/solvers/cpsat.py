@@ -17,6 +17,20 @@ PRESOLVE_ITERATIONS = 1
 PROBING_LEVEL = 0
 LIGHT_BELOW = 5.0
 
+# Small models (S: 907 variables) spend their short search in the root LP's cut loop before the
+# first LP-guided dive finds the optimum. All rows in the LP from the start, one cut round, no
+# symmetry detection and a one-conflict hint phase bring that dive forward: time to the proven S
+# optimum 0.25 -> 0.10 s on seed 1 and 0.12-0.16 -> 0.11-0.13 s on seeds 2-4 (same run,
+# docs/benchmarks.md). At M (4,266 variables) they change nothing measurable, so larger models
+# keep CP-SAT's defaults.
+SMALL_MODEL = 2000  # variables
+SMALL_MODEL_PARAMETERS = {
+    "add_lp_constraints_lazily": False,
+    "max_cut_rounds_at_level_zero": 1,
+    "symmetry_level": 0,
+    "hint_conflict_limit": 1,
+}
+
 _MIN, _MAX = -(2**63) + 1, 2**63 - 1  # an open side of a row (CP-SAT's int64 domain)
 
 _STATUS = {
@@ -28,6 +42,9 @@ _STATUS = {
 }
 
 
+Outcome = tuple[SolveStatus, list[int] | None, float | None, float | None, float, str]
+
+
 def solve_cpsat(
     model: LinearModel,
     hint: list[int] | None,
@@ -35,28 +52,57 @@ def solve_cpsat(
     workers: int,
     seed: int,
     linearization_level: int = 2,
-) -> tuple[SolveStatus, list[int] | None, float | None, float | None, float, str]:
+) -> Outcome:
     """Returns status, values, objective, bound, wall seconds and a detail line."""
-    start = time.perf_counter()
-    cp = _translate(model, hint)
-    solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = max(0.01, time_limit)
-    solver.parameters.num_workers = workers
-    solver.parameters.random_seed = seed
-    solver.parameters.linearization_level = linearization_level
-    if time_limit < LIGHT_BELOW:
-        solver.parameters.max_presolve_iterations = PRESOLVE_ITERATIONS
-        solver.parameters.cp_model_probing_level = PROBING_LEVEL
-    solver.parameters.log_search_progress = False
-    code = solver.solve(cp)
-    status = _STATUS.get(code, SolveStatus.NO_SOLUTION)
-    seconds = time.perf_counter() - start
-    size = f"{len(model.names)} vars, {len(model.constraints)} constraints"
-    detail = f"{size}, {solver.wall_time:.3f}s in search"
-    if status in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE):
-        values = [int(x) for x in solver.response_proto.solution]
-        return status, values, solver.objective_value, solver.best_objective_bound, seconds, detail
-    return status, None, None, None, seconds, detail
+    return Search(model, hint, time_limit, workers, seed, linearization_level).run()
+
+
+class Search:
+    """One CP-SAT solve split in two: the translation (Python) happens when the search is built,
+    on the caller's thread; ``run`` is the search itself, which holds no GIL, so a cycle runs it on
+    a worker thread while it checks greedy's plan on the other core."""
+
+    def __init__(
+        self,
+        model: LinearModel,
+        hint: list[int] | None,
+        time_limit: float,
+        workers: int,
+        seed: int,
+        linearization_level: int = 2,
+    ) -> None:
+        start = time.perf_counter()
+        self.cp = _translate(model, hint)
+        self.translation = time.perf_counter() - start
+        self.size = f"{len(model.names)} vars, {len(model.constraints)} constraints"
+        solver = cp_model.CpSolver()
+        solver.parameters.max_time_in_seconds = max(0.01, time_limit)
+        solver.parameters.num_workers = workers
+        solver.parameters.random_seed = seed
+        solver.parameters.linearization_level = linearization_level
+        if time_limit < LIGHT_BELOW:
+            solver.parameters.max_presolve_iterations = PRESOLVE_ITERATIONS
+            solver.parameters.cp_model_probing_level = PROBING_LEVEL
+        if len(model.names) <= SMALL_MODEL and time_limit < LIGHT_BELOW:
+            for name, value in SMALL_MODEL_PARAMETERS.items():
+                setattr(solver.parameters, name, value)
+        solver.parameters.log_search_progress = False
+        self.solver = solver
+        self.search_seconds = 0.0  # CP-SAT's own wall time, once run
+
+    def run(self) -> Outcome:
+        start = time.perf_counter()
+        solver = self.solver
+        code = solver.solve(self.cp)
+        status = _STATUS.get(code, SolveStatus.NO_SOLUTION)
+        seconds = self.translation + time.perf_counter() - start
+        self.search_seconds = solver.wall_time
+        detail = f"{self.size}, {solver.wall_time:.3f}s in search"
+        if status in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE):
+            values = [int(x) for x in solver.response_proto.solution]
+            objective, bound = solver.objective_value, solver.best_objective_bound
+            return status, values, objective, bound, seconds, detail
+        return status, None, None, None, seconds, detail
 
 
 def _translate(model: LinearModel, hint: list[int] | None) -> cp_model.CpModel:

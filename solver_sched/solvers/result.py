@@ -32,6 +32,7 @@ class SolveStats:
     seconds: float = 0.0
     detail: str = ""
     solver_objective: float | None = None  # the solver's own optimum, before packing onto nodes
+    search_seconds: float = 0.0  # the search alone (CP-SAT), without translation or start-up
 
     @property
     def gap(self) -> float | None:
