@@ -78,7 +78,9 @@ class ClusterSnapshot:
             if leaf not in chains:
                 chains[leaf] = self.quota.chain(leaf)
             for q in chains[leaf]:
-                usage[q] = res.add(usage[q], requests)
+                acc = usage[q]  # a dict of its own per queue: summed in place
+                for r, qty in requests.items():
+                    acc[r] = acc.get(r, 0) + qty
                 jobs_in[q].add(name)
         for q, names in jobs_in.items():
             usage[q][MAX_JOBS] = len(names)

@@ -98,11 +98,24 @@ def prepare(
         for n in names
     )
     needed = sorted({k for jm in jobs for k in jm.break_needs})
+    by_queue: dict[str, list[tuple[int, str]]] = defaultdict(list)  # prio keys: (priority, key)
+    reclaim: list[tuple[str, str]] = []  # reclaim keys: (borrowing queue, key)
+    for k in needed:
+        kind, _, rest = k.partition(":")
+        if kind == "prio":
+            queue, _, prio = rest.rpartition(":")
+            by_queue[queue].append((int(prio), k))
+        elif kind == "reclaim":
+            reclaim.append((rest, k))
     triggers: dict[str, list[int]] = defaultdict(list)
     for i, jm in enumerate(jobs):
         if jm.starting:
             triggers[ANY_START].append(i)
-            triggers.update({k: [*triggers[k], i] for k in needed if _fires(jm, k, below_min)})
+            fired = [k for prio, k in by_queue.get(jm.queue, ()) if jm.priority > prio]
+            if jm.queue in below_min:
+                fired += [k for queue, k in reclaim if queue != jm.queue]
+            for k in sorted(fired):  # the keys' order, as the model's fires[] variables take it
+                triggers[k].append(i)
     quotas = _quota_rows(snapshot, jobs, index, active, usage_now, borrowing)
     capacity = {c.id: {r: q * len(c.nodes) for r, q in c.free.items()} for c in classes}
     band = _band(jobs, shapes, classes, weights)
@@ -256,17 +269,6 @@ def _break_triggers(
     return out
 
 
-def _fires(jm: JobModel, key: str, below_min: set[str]) -> bool:
-    """Whether starting ``jm`` fires a break trigger (see _break_triggers for the keys)."""
-    kind, _, rest = key.partition(":")
-    if kind == "prio":
-        queue, _, prio = rest.rpartition(":")
-        return jm.queue == queue and jm.priority > int(prio)
-    if kind == "reclaim":
-        return jm.queue != rest and jm.queue in below_min
-    return False
-
-
 def _job_model(
     snapshot: ClusterSnapshot,
     st: _JobState,
@@ -324,17 +326,27 @@ def _options(
     for pod in seq[: max(sizes, default=0)]:
         units.append(units[-1] + res.value_units(pod.requests))
         usage.append(res.add(usage[-1], pod.requests))
+    # released[s]: requests of running[s:] per class, as suffix sums (sizes ascend from 0)
+    released_at: dict[int, dict[int, dict[str, int]]] = {}
+    acc: dict[int, dict[str, int]] = {}
+    wanted = set(sizes)
+    for k in range(cur, -1, -1):
+        if k < cur:
+            pod = running[k]
+            cid = class_of.get(pod.node_name or "")
+            if cid is not None:
+                per = acc.setdefault(cid, {})
+                for r, qty in pod.requests.items():
+                    per[r] = per.get(r, 0) + qty
+        if k in wanted:
+            released_at[k] = {c: dict(v) for c, v in acc.items()}
     m = job.min_pods
     out = []
     for size in sizes:
         new: dict[int, int] = defaultdict(int)
         for pod in seq[cur:size]:
             new[shapes_of[pod.name]] += 1
-        released: dict[int, dict[str, int]] = {}
-        for pod in running[size:]:
-            cid = class_of.get(pod.node_name or "")
-            if cid is not None:
-                released[cid] = res.add(released.get(cid, {}), pod.requests)
+        released = released_at.get(size, {})  # sizes above cur evict nothing
         guaranteed = size >= m
         out.append(
             SizeOption(

@@ -179,6 +179,7 @@ class _Victims:
             and jobs[v].options[1].size < jobs[v].current
         ]
         self.position = {v: i for i, v in enumerate(low_first)}
+        self.names = [jm.name for jm in jobs]
         self.rows = {v: tuple(st.rows_of.get(v, ())) for v in low_first}
         self.groups: dict[tuple[int, ...], list[int]] = {}  # shrinkable jobs by their queue rows
         for v in self.shrinkable:
@@ -289,9 +290,10 @@ class _Victims:
 
         def steps() -> Iterator[tuple[int, int]]:
             groups = [group for key, group in self.groups.items() if useful[key]]
+            size_now, names, smaller = st.size, self.names, self.smaller
             for v in heapq.merge(*groups, key=self.position.__getitem__):  # lowest priority first
-                if helps(v):
-                    for size in self.smaller[v]:
+                if v != j and size_now[names[v]] > 0:  # helps(v): its group's rows are useful
+                    for size in smaller[v]:
                         yield v, size
             for v in self._breakable(frozenset(fired)):
                 if helps(v):
