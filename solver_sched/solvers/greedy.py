@@ -189,7 +189,8 @@ class _Victims:
             if jobs[v].running_ok:
                 for key in jobs[v].break_needs:
                     self.by_key.setdefault(key, []).append(v)
-        self._merged: dict[frozenset[str], list[int]] = {}
+        self._merged: dict[frozenset[str], dict[tuple[int, ...], list[int]]] = {}
+        self._rank: dict[int, int] = {}  # breakable gang -> its place in (priority, name) order
         self.floor_rows = [r for r, row in enumerate(st.problem.quotas) if row.floor]
         self.taken = False  # whether victims were taken since the shrinkable list was pruned
         self.dirty: set[tuple[int, ...]] = set()  # queue rows of the victims taken since then
@@ -198,12 +199,20 @@ class _Victims:
             v: sorted((o.size for o in jobs[v].options[1:]), reverse=True) for v in self.shrinkable
         }
 
-    def _breakable(self, fired: frozenset[str]) -> list[int]:
-        """Gangs that one of the fired triggers lets a start break, lowest priority first."""
+    def _breakable(self, fired: frozenset[str]) -> dict[tuple[int, ...], list[int]]:
+        """Gangs that one of the fired triggers lets a start break, by queue rows (so a start
+        skips rows that give no room without visiting their jobs), lowest priority first."""
         if fired not in self._merged:
             jobs = self.st.problem.jobs
             union = {v for key in fired for v in self.by_key.get(key, ())}
-            self._merged[fired] = sorted(union, key=lambda v: (jobs[v].priority, jobs[v].name))
+            groups: dict[tuple[int, ...], list[int]] = {}
+            for v in sorted(union, key=lambda v: (jobs[v].priority, jobs[v].name)):
+                groups.setdefault(self.rows[v], []).append(v)
+            if not self._rank:
+                every = {v for vs in self.by_key.values() for v in vs}
+                ordered = sorted(every, key=lambda v: (jobs[v].priority, jobs[v].name))
+                self._rank = {v: i for i, v in enumerate(ordered)}
+            self._merged[fired] = groups
         return self._merged[fired]
 
     def start(self, j: int, target: int, fired: set[str], debt: bool = False) -> bool:
@@ -236,11 +245,10 @@ class _Victims:
 
         useful = {key: rows_help(key) for key in self.groups}
 
-        def helps(v: int) -> bool:
-            key = self.rows[v]
+        def useful_rows(key: tuple[int, ...]) -> bool:
             if key not in useful:
                 useful[key] = rows_help(key)
-            return v != j and st.size[jobs[v].name] > 0 and useful[key]
+            return useful[key]
 
         binds = change_to(st.snapshot, st.snapshot.jobs[jobs[j].name], target).bind
         largest = max(binds, key=lambda p: p.requests.get(res.GPU, 0), default=None)
@@ -292,11 +300,13 @@ class _Victims:
             groups = [group for key, group in self.groups.items() if useful[key]]
             size_now, names, smaller = st.size, self.names, self.smaller
             for v in heapq.merge(*groups, key=self.position.__getitem__):  # lowest priority first
-                if v != j and size_now[names[v]] > 0:  # helps(v): its group's rows are useful
+                if v != j and size_now[names[v]] > 0:  # running, not the gang; rows give room
                     for size in smaller[v]:
                         yield v, size
-            for v in self._breakable(frozenset(fired)):
-                if helps(v):
+            breakable = self._breakable(frozenset(fired))
+            groups = [group for key, group in breakable.items() if useful_rows(key)]
+            for v in heapq.merge(*groups, key=self._rank.__getitem__):
+                if v != j and size_now[names[v]] > 0:
                     yield v, 0
 
         def together(steps: list[tuple[int, int]]) -> list[tuple[int, int]]:
