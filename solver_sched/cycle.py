@@ -109,7 +109,9 @@ def _cycle(
     with timer("solve"):
         stats, solved = solving.result()
     candidates = [first]
-    if solved:
+    # The hint given back unimproved is greedy's plan: packed again, it would only be checked
+    # again (at XL that is 1-2 s). It is still tried when greedy's plan failed the checker.
+    if solved and (solving.values != hint or first.violations):
         with timer("plan"):
             st, notes = pack(snapshot, problem, solved)
             candidates.append(_score(problem, built, backend, st, notes, None))
@@ -198,6 +200,7 @@ class _Solving:
         self.failure: SolveStats | None = None
         self.thread: threading.Thread | None = None
         self.crash: BaseException | None = None
+        self.values: list[int] | None = None  # the solver's solution, once in
         if backend == "greedy":
             self.failure = SolveStats("greedy", SolveStatus.HEURISTIC)
             return
@@ -245,6 +248,7 @@ class _Solving:
             return self.failure, None
         assert self.outcome is not None
         status, values, obj, bound, secs, detail = self.outcome
+        self.values = values
         search = self.search.search_seconds if self.search is not None else secs
         stats = SolveStats(self.backend, status, obj, bound, secs, detail, search_seconds=search)
         if values is None:

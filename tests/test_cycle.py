@@ -174,3 +174,23 @@ def test_a_cycle_that_fails_while_the_solver_searches_stops_the_search(
     assert len(searches) == 1  # the search ended before the cycle returned
     assert searches[0][0] != SolveStatus.OPTIMAL  # stopped unproven, not run to the end
     assert gc.isenabled()
+
+
+def test_a_solution_equal_to_the_hint_is_not_packed_and_checked_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Greedy's plan is optimal here (one gang, room for it): CP-SAT gives the hint back, and the
+    cycle emits greedy's checked plan without packing the same solution onto nodes again."""
+    snap = snapshot(node("n1", gpus=8), gang("g", 4))
+    packed: list[object] = []
+    real_pack = cycle_module.pack
+
+    def pack(*args: Any, **kwargs: Any) -> Any:
+        packed.append(args)
+        return real_pack(*args, **kwargs)
+
+    monkeypatch.setattr(cycle_module, "pack", pack)
+    result = plan(snap, "cpsat")
+    assert result.stats.status == SolveStatus.OPTIMAL
+    assert (packed, result.chosen, result.violations) == ([], "greedy", [])
+    assert workers_after(snap, result.plan) == {"default/g": 4}
