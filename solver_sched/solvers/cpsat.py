@@ -20,7 +20,7 @@ LIGHT_BELOW = 5.0
 # Small models (S: 907 variables) spend their short search in the root LP's cut loop before the
 # first LP-guided dive finds the optimum. All rows in the LP from the start, one cut round, no
 # symmetry detection and a one-conflict hint phase bring that dive forward: time to the proven S
-# optimum 0.25 -> 0.10 s on seed 1 and 0.12-0.16 -> 0.11-0.13 s on seeds 2-4 (same run,
+# optimum 0.25 -> 0.08-0.10 s on seed 1, 0.10-0.16 -> 0.10-0.15 s on seeds 2-4 (same run,
 # docs/benchmarks.md). At M (4,266 variables) they change nothing measurable, so larger models
 # keep CP-SAT's defaults.
 SMALL_MODEL = 2000  # variables
