@@ -107,13 +107,13 @@ def _cycle(
         solving.cancel()
         raise
     with timer("solve"):
-        stats, solved = solving.result()
+        stats, values = solving.result()
     candidates = [first]
     # The hint given back unimproved is greedy's plan: packed again, it would only be checked
     # again (at XL that is 1-2 s). It is still tried when greedy's plan failed the checker.
-    if solved and (solving.values != hint or first.violations):
+    if values is not None and (values != hint or first.violations):
         with timer("plan"):
-            st, notes = pack(snapshot, problem, solved)
+            st, notes = pack(snapshot, problem, _assignment(problem, built, values))
             candidates.append(_score(problem, built, backend, st, notes, None))
     candidates.sort(key=lambda c: c.rank, reverse=True)  # ties go to the solver
     rejected: list[str] = []
@@ -193,14 +193,11 @@ class _Solving:
         s: Settings,
     ) -> None:
         self.backend = backend
-        self.problem = problem
-        self.built = built
         self.search: Search | None = None
         self.outcome: Outcome | None = None
         self.failure: SolveStats | None = None
         self.thread: threading.Thread | None = None
         self.crash: BaseException | None = None
-        self.values: list[int] | None = None  # the solver's solution, once in
         if backend == "greedy":
             self.failure = SolveStats("greedy", SolveStatus.HEURISTIC)
             return
@@ -239,7 +236,8 @@ class _Solving:
                 self.search.solver.stop_search()
             self.thread.join()
 
-    def result(self) -> tuple[SolveStats, Assignment | None]:
+    def result(self) -> tuple[SolveStats, list[int] | None]:
+        """The solve's statistics and its solution (model values), once the search is over."""
         if self.thread is not None:
             self.thread.join()
         if self.crash is not None:
@@ -248,12 +246,9 @@ class _Solving:
             return self.failure, None
         assert self.outcome is not None
         status, values, obj, bound, secs, detail = self.outcome
-        self.values = values
         search = self.search.search_seconds if self.search is not None else secs
         stats = SolveStats(self.backend, status, obj, bound, secs, detail, search_seconds=search)
-        if values is None:
-            return stats, None
-        return stats, _assignment(self.problem, self.built, values)
+        return stats, values
 
 
 _SOLVER_ERRORS = (RuntimeError, ValueError, OverflowError, IndexError)  # solver library failures

@@ -326,18 +326,17 @@ def _options(
     for pod in seq[: max(sizes, default=0)]:
         units.append(units[-1] + res.value_units(pod.requests))
         usage.append(res.add(usage[-1], pod.requests))
-    # released[s]: requests of running[s:] per class, as suffix sums (sizes ascend from 0)
+    # released at size s: requests of running[s:] per class, summed from the tail
     released_at: dict[int, dict[int, dict[str, int]]] = {}
     acc: dict[int, dict[str, int]] = {}
     wanted = set(sizes)
-    for k in range(cur, -1, -1):
-        if k < cur:
-            pod = running[k]
-            cid = class_of.get(pod.node_name or "")
-            if cid is not None:
-                per = acc.setdefault(cid, {})
-                for r, qty in pod.requests.items():
-                    per[r] = per.get(r, 0) + qty
+    for k in range(cur - 1, -1, -1):
+        pod = running[k]
+        cid = class_of.get(pod.node_name or "")
+        if cid is not None:
+            per = acc.setdefault(cid, {})
+            for r, qty in pod.requests.items():
+                per[r] = per.get(r, 0) + qty
         if k in wanted:
             released_at[k] = {c: dict(v) for c, v in acc.items()}
     m = job.min_pods
@@ -346,7 +345,7 @@ def _options(
         new: dict[int, int] = defaultdict(int)
         for pod in seq[cur:size]:
             new[shapes_of[pod.name]] += 1
-        released = released_at.get(size, {})  # sizes above cur evict nothing
+        released = released_at.get(size, {})  # sizes at or above cur evict nothing
         guaranteed = size >= m
         out.append(
             SizeOption(

@@ -83,9 +83,9 @@ class Search:
         if time_limit < LIGHT_BELOW:
             solver.parameters.max_presolve_iterations = PRESOLVE_ITERATIONS
             solver.parameters.cp_model_probing_level = PROBING_LEVEL
-        if len(model.names) <= SMALL_MODEL and time_limit < LIGHT_BELOW:
-            for name, value in SMALL_MODEL_PARAMETERS.items():
-                setattr(solver.parameters, name, value)
+            if len(model.names) <= SMALL_MODEL:
+                for name, value in SMALL_MODEL_PARAMETERS.items():
+                    setattr(solver.parameters, name, value)
         solver.parameters.log_search_progress = False
         self.solver = solver
         self.search_seconds = 0.0  # CP-SAT's own wall time, once run

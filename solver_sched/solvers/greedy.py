@@ -190,7 +190,11 @@ class _Victims:
                 for key in jobs[v].break_needs:
                     self.by_key.setdefault(key, []).append(v)
         self._merged: dict[frozenset[str], dict[tuple[int, ...], list[int]]] = {}
-        self._rank: dict[int, int] = {}  # breakable gang -> its place in (priority, name) order
+        breakable = {v for vs in self.by_key.values() for v in vs}
+        self._rank = {  # breakable gang -> its place in (priority, name) order
+            v: i
+            for i, v in enumerate(sorted(breakable, key=lambda v: (jobs[v].priority, jobs[v].name)))
+        }
         self.floor_rows = [r for r, row in enumerate(st.problem.quotas) if row.floor]
         self.taken = False  # whether victims were taken since the shrinkable list was pruned
         self.dirty: set[tuple[int, ...]] = set()  # queue rows of the victims taken since then
@@ -203,15 +207,10 @@ class _Victims:
         """Gangs that one of the fired triggers lets a start break, by queue rows (so a start
         skips rows that give no room without visiting their jobs), lowest priority first."""
         if fired not in self._merged:
-            jobs = self.st.problem.jobs
             union = {v for key in fired for v in self.by_key.get(key, ())}
             groups: dict[tuple[int, ...], list[int]] = {}
-            for v in sorted(union, key=lambda v: (jobs[v].priority, jobs[v].name)):
+            for v in sorted(union, key=self._rank.__getitem__):
                 groups.setdefault(self.rows[v], []).append(v)
-            if not self._rank:
-                every = {v for vs in self.by_key.values() for v in vs}
-                ordered = sorted(every, key=lambda v: (jobs[v].priority, jobs[v].name))
-                self._rank = {v: i for i, v in enumerate(ordered)}
             self._merged[fired] = groups
         return self._merged[fired]
 
