@@ -40,7 +40,7 @@ whatif: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/mypy solver_sched
+	$(BIN)/mypy solver_sched benchmarks
 
 unit: $(STAMP)
 	$(BIN)/pytest -m "not integration"

@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--time-limit", type=float, default=10.0)
     args = p.parse_args(argv)
     cfg = SchedulerConfig(settings=Settings(time_limit_seconds=args.time_limit, workers=1))
-    rows = []
+    rows: list[dict[str, Any]] = []
     for family, make in FAMILIES.items():
         ratios = []
         for seed in range(args.seeds):

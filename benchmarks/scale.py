@@ -2,8 +2,10 @@
 
 Cycle time = snapshot in memory -> plan checked (run_cycle), on this machine. For each scenario:
 the greedy backend (the baseline, same run), CP-SAT with the scenario's time budget (3 runs, p50),
-and a 60-second offline CP-SAT solve for the best known objective, in a forked child so that its
-memory is not counted as the scheduler's (the child's own peak includes what it inherits).
+and a 60-second offline CP-SAT solve for the best known objective and a bound, in a forked child
+so that its memory is not counted as the scheduler's (the child's own peak includes what it
+inherits). One worker: on this 2-core machine two workers find less and bound far worse. Where the
+target is the optimum (S), cycles that may search until they prove it show what it costs.
 Prints a table with ratios against greedy; writes benchmarks/results/scale.json.
 
     .venv/bin/python -m benchmarks.scale                 # S, M, L, XL
@@ -22,6 +24,7 @@ import time
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from solver_sched.config.schema import SchedulerConfig, Settings
 from solver_sched.cycle import run_cycle
@@ -54,8 +57,8 @@ SCENARIOS = (
 )
 
 
-def _config(time_limit: float, workers: int = 1) -> SchedulerConfig:
-    return SchedulerConfig(settings=Settings(time_limit_seconds=time_limit, workers=workers))
+def _config(time_limit: float) -> SchedulerConfig:
+    return SchedulerConfig(settings=Settings(time_limit_seconds=time_limit, workers=1))
 
 
 def fresh(snap: ClusterSnapshot) -> ClusterSnapshot:
@@ -67,12 +70,28 @@ def fresh(snap: ClusterSnapshot) -> ClusterSnapshot:
 _BEST_OF: ClusterSnapshot | None = None  # the snapshot a forked child solves offline
 
 
-def _best_known(seconds: float) -> tuple[float, str, float]:
-    """Objective, status and peak RSS (MB) of the offline solve, run in the child."""
+def _best_known(seconds: float) -> tuple[float, str, float, float | None]:
+    """Objective, status, peak RSS (MB) and CP-SAT's bound of the offline solve, in the child."""
     assert _BEST_OF is not None
-    best = run_cycle(fresh(_BEST_OF), _config(seconds, workers=2), NOW, "cpsat")
+    best = run_cycle(fresh(_BEST_OF), _config(seconds), NOW, "cpsat")
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return best.stats.objective or 0.0, best.stats.status.value, rss
+    return best.stats.objective or 0.0, best.stats.status.value, rss, best.stats.bound
+
+
+def _to_optimum(snap: ClusterSnapshot, reps: int) -> dict[str, Any]:
+    """Where the target is the optimum: cycles whose search may run until it proves one, to show
+    what the optimal plan costs on this machine."""
+    limit = 10.0
+    runs = [run_cycle(fresh(snap), _config(limit), NOW, "cpsat") for _ in range(reps)]
+    bounds = [r.stats.bound for r in runs if r.stats.bound is not None]
+    return {
+        "time_limit": limit,
+        "cycle_p50": round(statistics.median(sum(r.phases.values()) for r in runs), 3),
+        "search_p50": round(statistics.median(r.stats.search_seconds for r in runs), 3),
+        "statuses": sorted({r.stats.status.value for r in runs}),
+        "objective": max(r.stats.objective or 0.0 for r in runs),
+        "bound": min(bounds) if bounds else None,
+    }
 
 
 def run(scenario: Scenario, reps: int, best_seconds: float) -> dict[str, object]:
@@ -104,11 +123,18 @@ def run(scenario: Scenario, reps: int, best_seconds: float) -> dict[str, object]
         last = r
     _BEST_OF = snap
     with multiprocessing.get_context("fork").Pool(1) as pool:
-        best_solve, best_status, best_rss = pool.apply(_best_known, (best_seconds,))
+        best_solve, best_status, best_rss, bound = pool.apply(_best_known, (best_seconds,))
     _BEST_OF = None
+    to_optimum = _to_optimum(snap, reps) if scenario.gap_target == 0 else None
     best_obj = max(best_solve, max(objectives))
+    if to_optimum is not None:
+        best_obj = max(best_obj, to_optimum["objective"])
+        bound = min(b for b in (bound, to_optimum["bound"]) if b is not None)
     p50_obj = statistics.median(objectives)
     gap = (best_obj - p50_obj) / abs(best_obj) if best_obj else 0.0
+    # The bound caps every plan's objective: the gap to it bounds the true gap where no solve
+    # proves the optimum (the model relaxes the nodes, so the bound holds for packed plans too).
+    bound_gap = (bound - p50_obj) / abs(bound) if bound else None
     return {
         "scenario": scenario.name,
         "nodes": scenario.nodes,
@@ -127,6 +153,9 @@ def run(scenario: Scenario, reps: int, best_seconds: float) -> dict[str, object]
         "objective_p50": p50_obj,
         "best_known": best_obj,
         "best_status": best_status,
+        "best_bound": bound,
+        "gap_to_bound": bound_gap,
+        "to_optimum": to_optimum,
         "gap_to_best": gap,
         "gap_target": scenario.gap_target,
         "greedy_objective": greedy.stats.objective,
@@ -148,12 +177,21 @@ def main(argv: list[str] | None = None) -> int:
         if scenario.name in args.only:
             row = run(scenario, args.reps, args.best)
             rows.append(row)
+            bound = row["gap_to_bound"]
+            opt = row["to_optimum"]
+            extra = "" if bound is None else f", gap to bound {bound:.4%}"
+            if isinstance(opt, dict):
+                extra += (
+                    f"; until proven optimal: cycle p50 {opt['cycle_p50']:.3f}s "
+                    f"(search {opt['search_p50']:.3f}s, {'/'.join(opt['statuses'])})"
+                )
             print(
                 f"{row['scenario']:>2}: cycle p50 {row['cycle_p50']:.3f}s "
                 f"(target {row['budget']}s), gap to best {row['gap_to_best']:.4%} "
                 f"(target {row['gap_target']:.1%}), vs greedy x{row['vs_greedy']:.4f}, "
                 f"greedy cycle {row['greedy_cycle']:.3f}s, {row['model']}, "
-                f"rss {row['peak_rss_mb']} MB (offline solve {row['best_solve_rss_mb']} MB)",
+                f"rss {row['peak_rss_mb']} MB (offline solve {row['best_solve_rss_mb']} MB)"
+                f"{extra}",
                 flush=True,
             )
     OUT.mkdir(exist_ok=True)

@@ -64,13 +64,17 @@ class JobModel:
     clusters: tuple[str, ...]  # clusters it may use
     break_needs: tuple[str, ...] = ()  # trigger keys: breaking it needs one of these to start
     shrink_needs_start: bool = True  # scaling in needs some guaranteed gang to start
+    # size -> option index, built on first use: greedy and the packer look sizes up hundreds of
+    # thousands of times, for a fraction of the jobs
+    _index: dict[int, int] | None = field(default=None, init=False, repr=False, compare=False)
 
     def option_index(self, size: int) -> int | None:
         """Index of the option for this size (None: not an option, e.g. a partial size now)."""
-        for k, o in enumerate(self.options):
-            if o.size == size:
-                return k
-        return None
+        index = self._index
+        if index is None:
+            index = {o.size: k for k, o in enumerate(self.options)}
+            object.__setattr__(self, "_index", index)
+        return index.get(size)
 
     def option(self, size: int) -> SizeOption | None:
         k = self.option_index(size)

@@ -30,6 +30,7 @@ class PlanState:
         for r, row in enumerate(problem.quotas):
             for j in row.jobs:
                 self.rows_of.setdefault(j, []).append(r)
+        # Per row, usage and ``settled`` are dicts of their own, updated in place by size changes.
         self.usage: list[dict[str, int]] = []
         self.running_jobs: list[int] = []
         for row in problem.quotas:
@@ -37,7 +38,7 @@ class PlanState:
             count = 0
             for j in row.jobs:
                 jm = problem.jobs[j]
-                u = res.add(u, self._usage(j, jm.current))
+                _shift(u, self._usage(j, jm.current))
                 count += jm.current > 0
             self.usage.append(u)
             self.running_jobs.append(count)
@@ -47,10 +48,10 @@ class PlanState:
         self.unsettled = {
             j for j, jm in enumerate(problem.jobs) if not jm.running_ok and jm.current > 0
         }
-        self.settled: list[dict[str, int]] = list(self.usage)  # shared: vectors are never mutated
+        self.settled: list[dict[str, int]] = [dict(u) for u in self.usage]
         for j in self.unsettled:
             for r in self.rows_of.get(j, ()):
-                self.settled[r] = res.sub(self.settled[r], self._usage(j, problem.jobs[j].current))
+                _shift(self.settled[r], self._usage(j, problem.jobs[j].current), -1)
         self._journal: list[Callable[[], None]] = []
         self.covered = [  # per row: GPUs of guaranteed parts (queue-min coverage, for reclaim)
             sum(problem.jobs[j].guaranteed_gpus_at(problem.jobs[j].current) for j in row.jobs)
@@ -261,23 +262,31 @@ class PlanState:
         covered = jm.guaranteed_gpus_at(size) - jm.guaranteed_gpus_at(old)
         rows = self.rows_of.get(j, ())
         settles = j in self.unsettled  # its new size is a decision: floors count it from now on
-        settled_old = {} if settles else old_u
+        delta = res.sub(new_u, old_u)
+        settled_delta = new_u if settles else delta
+        started = int(size > 0) - int(old > 0)
         for r in rows:
-            self.usage[r] = res.add(res.sub(self.usage[r], old_u), new_u)
-            self.settled[r] = res.add(res.sub(self.settled[r], settled_old), new_u)
-            self.running_jobs[r] += int(size > 0) - int(old > 0)
+            _shift(self.usage[r], delta)
+            _shift(self.settled[r], settled_delta)
+            self.running_jobs[r] += started
             self.covered[r] += covered
         self.size[name] = size
         self.unsettled.discard(j)
 
         def undo() -> None:
             for r in rows:
-                self.usage[r] = res.add(res.sub(self.usage[r], new_u), old_u)
-                self.running_jobs[r] -= int(size > 0) - int(old > 0)
-                self.settled[r] = res.add(res.sub(self.settled[r], new_u), settled_old)
+                _shift(self.usage[r], delta, -1)
+                self.running_jobs[r] -= started
+                _shift(self.settled[r], settled_delta, -1)
                 self.covered[r] -= covered
             self.size[name] = old
             if settles:
                 self.unsettled.add(j)
 
         self._journal.append(undo)
+
+
+def _shift(acc: dict[str, int], vec: res.Resources, times: int = 1) -> None:
+    """acc += times * vec, in place (``res.add`` copies: a row's usage changes at every resize)."""
+    for name, qty in vec.items():
+        acc[name] = acc.get(name, 0) + times * qty
