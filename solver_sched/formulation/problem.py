@@ -72,7 +72,9 @@ class JobModel:
         """Index of the option for this size (None: not an option, e.g. a partial size now)."""
         index = self._index
         if index is None:
-            index = {o.size: k for k, o in enumerate(self.options)}
+            index = {}
+            for k, o in enumerate(self.options):
+                index.setdefault(o.size, k)  # the first option of a size, as a scan finds it
             object.__setattr__(self, "_index", index)
         return index.get(size)
 

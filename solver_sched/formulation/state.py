@@ -62,7 +62,7 @@ class PlanState:
         jm = self.problem.jobs[j]
         o = jm.option(size)
         if o is not None:
-            return o.usage  # shared, never mutated: res.add and res.sub copy
+            return o.usage  # shared, never mutated: _shift changes only the rows' own dicts
         job = self.snapshot.jobs[jm.name]  # a size that is no option: what runs now
         return res.total(p.requests for p in self.snapshot.running_pods(job))
 

@@ -372,7 +372,8 @@ def _job_definition(
         if pj is not None:
             # min counts the non-Worker replicas too: the field is the policy, not minReplicas
             fld = "spec.elasticPolicy" if pj.spec.elastic_policy else "spec.pytorchReplicaSpecs"
-            scaling, invalid = _scaling(b, src, pj.metadata.annotations, lo, fld, None)
+            invalid = _no_guaranteed_pod(b, pj, src, lo)
+            scaling, invalid = _scaling(b, src, pj.metadata.annotations, lo, fld, invalid)
             base = {**base, **scaling}
         return _finish(
             b, Job(name=name, min_pods=lo, max_pods=hi, source=src, invalid=invalid, **base)
@@ -410,6 +411,19 @@ def _pytorch_range(pj: PyTorchJobObj | None, pods: int) -> tuple[int, int, str]:
     return others + workers, others + workers, src
 
 
+def _no_guaranteed_pod(b: _Build, pj: PyTorchJobObj, src: str, lo: int) -> str | None:
+    """The error for a PyTorchJob whose min leaves the gang without a pod (workers only with
+    minReplicas below 1, or no replicas at all): it is reported, not planned with a min of 0."""
+    if lo >= 1:
+        return None
+    ep = pj.spec.elastic_policy
+    if ep is not None and ep.min_replicas is not None:
+        return b.error(
+            src, "spec.elasticPolicy.minReplicas", f"leaves the gang no pod: {ep.min_replicas}"
+        )
+    return b.error(src, "spec.pytorchReplicaSpecs", "no replicas: the gang has no pod")
+
+
 def _from_podgroup(
     b: _Build,
     kind: str,
@@ -437,7 +451,8 @@ def _from_podgroup(
     invalid = None
     if f"{ANN}max-member" not in anns and pj and pj.spec.elastic_policy:
         min_member, max_member, src = _pytorch_range(pj, min_member)
-        if max_member < min_member:
+        invalid = _no_guaranteed_pod(b, pj, src, min_member)
+        if max_member < min_member and invalid is None:
             invalid = b.error(
                 src, "spec.elasticPolicy", f"maxReplicas {max_member} < minReplicas {min_member}"
             )

@@ -9,12 +9,15 @@ from ortools.sat.python import cp_model
 from solver_sched.formulation.linear import LinearModel
 from solver_sched.solvers.result import SolveStatus
 
-# Light presolve, whatever the time limit (docs/benchmarks.md): one presolve pass and no probing
-# leave a cycle's short budget to the search, and they win long solves too. One worker, 60 s, seed
-# 1: M proven optimal in 1.1 s (full presolve: 5-15 s to the optimum), L in 12.3 s (18.7 s), XL
-# the same plan and bound as full presolve. This replaces full presolve from 5 s on.
+# Measured on the synthetic S and M instances with a greedy hint (docs/benchmarks.md): one presolve
+# pass and no probing leave the short budgets of a cycle to the search, which then improves on the
+# hint (S: optimal in 0.12 s instead of 0.14 s; M in 0.6 s: 0.0-0.2% from the best known instead of
+# no gain over the hint). From LIGHT_BELOW seconds on, full presolve: in 60 s one-worker solves it
+# proved the M and L optima sooner with the scheduler's default seed 0 (M 3-4 s against 5-7 s, L
+# 13-14 s against 40 s), though not with every seed (docs/benchmarks.md).
 PRESOLVE_ITERATIONS = 1
 PROBING_LEVEL = 0
+LIGHT_BELOW = 5.0
 
 # Small models (S: 907 variables) spend their short search in the root LP's cut loop before the
 # first LP-guided dive finds the optimum. All rows in the LP from the start, one cut round, no
@@ -79,11 +82,12 @@ class Search:
         solver.parameters.num_workers = workers
         solver.parameters.random_seed = seed
         solver.parameters.linearization_level = linearization_level
-        solver.parameters.max_presolve_iterations = PRESOLVE_ITERATIONS
-        solver.parameters.cp_model_probing_level = PROBING_LEVEL
-        if len(model.names) <= SMALL_MODEL:
-            for name, value in SMALL_MODEL_PARAMETERS.items():
-                setattr(solver.parameters, name, value)
+        if time_limit < LIGHT_BELOW:
+            solver.parameters.max_presolve_iterations = PRESOLVE_ITERATIONS
+            solver.parameters.cp_model_probing_level = PROBING_LEVEL
+            if len(model.names) <= SMALL_MODEL:
+                for name, value in SMALL_MODEL_PARAMETERS.items():
+                    setattr(solver.parameters, name, value)
         solver.parameters.log_search_progress = False
         self.solver = solver
         self.search_seconds = 0.0  # CP-SAT's own wall time, once run

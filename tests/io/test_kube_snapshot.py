@@ -667,6 +667,29 @@ def test_podgroup_with_pytorchjob_min_above_max_is_invalid() -> None:
     assert snap(objs).jobs["default/pt"].invalid is not None
 
 
+@pytest.mark.parametrize("group", [False, True], ids=["labels-only", "podgroup"])
+@pytest.mark.parametrize("lo", [0, -1])
+def test_pytorchjob_min_replicas_that_leave_no_pod_is_invalid(group: bool, lo: int) -> None:
+    """A gang of workers only, with minReplicas below 1, has no guaranteed pod: the job is
+    reported by its PyTorchJob and field, not planned with a min of 0."""
+    objs = [pytorchjob("pt", workers=4, lo=lo, hi=4), *kubeflow_pods("pt", 4, group=group)]
+    if group:
+        objs.append(pod_group("pt", min_member=4))
+    s = snap(objs)
+    job = s.jobs["default/pt"]
+    assert job.invalid is not None
+    assert "PyTorchJob default/pt" in job.invalid
+    assert "spec.elasticPolicy.minReplicas" in job.invalid
+    assert any("spec.elasticPolicy.minReplicas" in e for e in error_strings(s))
+
+
+def test_pytorchjob_without_replicas_is_invalid() -> None:
+    s = snap(pytorchjob("pt", workers=0), kubeflow_pods("pt", 2, group=False))
+    job = s.jobs["default/pt"]
+    assert job.invalid is not None
+    assert "PyTorchJob default/pt" in job.invalid and "spec.pytorchReplicaSpecs" in job.invalid
+
+
 # -- ElasticQuotaTree ------------------------------------------------------------------------
 
 
