@@ -103,7 +103,7 @@ def run(scenario: Scenario, reps: int, best_seconds: float) -> dict[str, object]
         synthetic_objects(scenario.nodes, scenario.running, scenario.pending, 1, NOW)
     )
     load = time.perf_counter() - t
-    greedy = run_cycle(fresh(snap), _config(1.0), NOW, "greedy")  # a warm-up for the baseline
+    run_cycle(fresh(snap), _config(1.0), NOW, "greedy")  # a warm-up for the paired baseline
     overhead = 0.0
     # Warm-ups search for half the budget: too short to prove an optimum and stop early, which
     # would hide the model translation in the solve phase. The largest of two is kept.

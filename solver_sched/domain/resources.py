@@ -20,9 +20,14 @@ PODS = "pods"
 def add(a: Resources, b: Resources, times: int = 1) -> dict[str, int]:
     """a + times * b."""
     out = dict(a)
-    for name, qty in b.items():
-        out[name] = out.get(name, 0) + times * qty
+    add_into(out, b, times)
     return out
+
+
+def add_into(acc: dict[str, int], b: Resources, times: int = 1) -> None:
+    """acc += times * b, in place: for sums that change often (``add`` copies)."""
+    for name, qty in b.items():
+        acc[name] = acc.get(name, 0) + times * qty
 
 
 def sub(a: Resources, b: Resources) -> dict[str, int]:
@@ -33,8 +38,7 @@ def sub(a: Resources, b: Resources) -> dict[str, int]:
 def total(vectors: Iterable[Resources]) -> dict[str, int]:
     out: dict[str, int] = {}
     for vec in vectors:
-        for name, qty in vec.items():
-            out[name] = out.get(name, 0) + qty
+        add_into(out, vec)
     return out
 
 

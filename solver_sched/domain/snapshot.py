@@ -66,9 +66,7 @@ class ClusterSnapshot:
         jobs they belong to under MAX_JOBS. A missing queue reads as empty."""
         per_job: dict[tuple[str, str], dict[str, int]] = {}  # (job, namespace) -> requests
         for pod in pods:  # summed per job first: the queue lookups then run once per job
-            acc = per_job.setdefault((pod.job, pod.namespace), {})
-            for r, qty in pod.requests.items():
-                acc[r] = acc.get(r, 0) + qty
+            res.add_into(per_job.setdefault((pod.job, pod.namespace), {}), pod.requests)
         usage: dict[str, dict[str, int]] = defaultdict(dict)
         jobs_in: dict[str, set[str]] = defaultdict(set)
         chains: dict[str, tuple[str, ...]] = {}
@@ -78,9 +76,7 @@ class ClusterSnapshot:
             if leaf not in chains:
                 chains[leaf] = self.quota.chain(leaf)
             for q in chains[leaf]:
-                acc = usage[q]  # a dict of its own per queue: summed in place
-                for r, qty in requests.items():
-                    acc[r] = acc.get(r, 0) + qty
+                res.add_into(usage[q], requests)  # a dict of its own per queue
                 jobs_in[q].add(name)
         for q, names in jobs_in.items():
             usage[q][MAX_JOBS] = len(names)

@@ -334,9 +334,7 @@ def _options(
         pod = running[k]
         cid = class_of.get(pod.node_name or "")
         if cid is not None:
-            per = acc.setdefault(cid, {})
-            for r, qty in pod.requests.items():
-                per[r] = per.get(r, 0) + qty
+            res.add_into(acc.setdefault(cid, {}), pod.requests)
         if k in wanted:
             released_at[k] = {c: dict(v) for c, v in acc.items()}
     m = job.min_pods

@@ -38,7 +38,7 @@ class PlanState:
             count = 0
             for j in row.jobs:
                 jm = problem.jobs[j]
-                _shift(u, self._usage(j, jm.current))
+                res.add_into(u, self._usage(j, jm.current))
                 count += jm.current > 0
             self.usage.append(u)
             self.running_jobs.append(count)
@@ -51,7 +51,7 @@ class PlanState:
         self.settled: list[dict[str, int]] = [dict(u) for u in self.usage]
         for j in self.unsettled:
             for r in self.rows_of.get(j, ()):
-                _shift(self.settled[r], self._usage(j, problem.jobs[j].current), -1)
+                res.add_into(self.settled[r], self._usage(j, problem.jobs[j].current), -1)
         self._journal: list[Callable[[], None]] = []
         self.covered = [  # per row: GPUs of guaranteed parts (queue-min coverage, for reclaim)
             sum(problem.jobs[j].guaranteed_gpus_at(problem.jobs[j].current) for j in row.jobs)
@@ -62,7 +62,7 @@ class PlanState:
         jm = self.problem.jobs[j]
         o = jm.option(size)
         if o is not None:
-            return o.usage  # shared, never mutated: _shift changes only the rows' own dicts
+            return o.usage  # shared, never mutated: add_into sums only the rows' own dicts
         job = self.snapshot.jobs[jm.name]  # a size that is no option: what runs now
         return res.total(p.requests for p in self.snapshot.running_pods(job))
 
@@ -266,8 +266,8 @@ class PlanState:
         settled_delta = new_u if settles else delta
         started = int(size > 0) - int(old > 0)
         for r in rows:
-            _shift(self.usage[r], delta)
-            _shift(self.settled[r], settled_delta)
+            res.add_into(self.usage[r], delta)
+            res.add_into(self.settled[r], settled_delta)
             self.running_jobs[r] += started
             self.covered[r] += covered
         self.size[name] = size
@@ -275,18 +275,12 @@ class PlanState:
 
         def undo() -> None:
             for r in rows:
-                _shift(self.usage[r], delta, -1)
+                res.add_into(self.usage[r], delta, -1)
                 self.running_jobs[r] -= started
-                _shift(self.settled[r], settled_delta, -1)
+                res.add_into(self.settled[r], settled_delta, -1)
                 self.covered[r] -= covered
             self.size[name] = old
             if settles:
                 self.unsettled.add(j)
 
         self._journal.append(undo)
-
-
-def _shift(acc: dict[str, int], vec: res.Resources, times: int = 1) -> None:
-    """acc += times * vec, in place (``res.add`` copies: a row's usage changes at every resize)."""
-    for name, qty in vec.items():
-        acc[name] = acc.get(name, 0) + times * qty

@@ -242,7 +242,7 @@ class _Victims:
                 at_floor and at_floor.intersection(key)
             )
 
-        useful = {key: rows_help(key) for key in self.groups}
+        useful: dict[tuple[int, ...], bool] = {}  # rows_help per queue-row key, once
 
         def useful_rows(key: tuple[int, ...]) -> bool:
             if key not in useful:
@@ -296,7 +296,7 @@ class _Victims:
             return per_pod <= 1 or still_blocked or bool(room(released(v, size)))
 
         def steps() -> Iterator[tuple[int, int]]:
-            groups = [group for key, group in self.groups.items() if useful[key]]
+            groups = [group for key, group in self.groups.items() if useful_rows(key)]
             size_now, names, smaller = st.size, self.names, self.smaller
             for v in heapq.merge(*groups, key=self.position.__getitem__):  # lowest priority first
                 if v != j and size_now[names[v]] > 0:  # running, not the gang; rows give room
