@@ -1,5 +1,5 @@
-"""The core (domain, formulation, solvers, planning, cycle) stays pure: no Kubernetes client, no
-metrics library, no clock. Adapters (io, cli, kube) may use them."""
+"""The core (domain, formulation, placement, solvers, planning, cycle) stays pure: no Kubernetes
+client, no metrics library, no clock. Adapters (io, cli, kube) may use them."""
 
 import ast
 from pathlib import Path
@@ -7,7 +7,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1] / "solver_sched"
-CORE = [*(ROOT / d for d in ("domain", "formulation", "solvers", "planning")), ROOT / "cycle.py"]
+CORE = [
+    *(ROOT / d for d in ("domain", "formulation", "placement", "solvers", "planning")),
+    ROOT / "cycle.py",
+]
 FORBIDDEN_MODULES = ("kubernetes", "prometheus_client", "solver_sched.io", "solver_sched.cli")
 FORBIDDEN_CALLS = ("time.time", "datetime.now", "datetime.utcnow", "date.today")
 

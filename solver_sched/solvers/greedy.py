@@ -23,7 +23,7 @@ from solver_sched.domain import resources as res
 from solver_sched.domain.snapshot import ClusterSnapshot
 from solver_sched.formulation.problem import JobModel, Problem
 from solver_sched.formulation.sizes import change_to
-from solver_sched.formulation.state import PlanState
+from solver_sched.placement.state import PlanState
 from solver_sched.solvers.result import Assignment
 
 
