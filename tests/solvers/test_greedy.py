@@ -6,7 +6,7 @@ import pytest
 
 from solver_sched.domain.snapshot import ClusterSnapshot
 from solver_sched.formulation.prepare import prepare
-from solver_sched.solvers import greedy
+from solver_sched.solvers import greedy, victims
 from tests.support.builders import (
     NOW,
     config,
@@ -27,7 +27,7 @@ def test_victims_in_a_queue_at_its_min_do_not_use_up_the_search(
     # Queue a borrows (6 GPUs in use, min 4): two of its three elastic jobs may shrink, then it sits
     # at its min. Its jobs have the lowest priority, so they are tried first; the room the new gang
     # needs comes from the third take-back, in queue b.
-    monkeypatch.setattr(greedy, "MAX_VICTIM_STEPS", 3)
+    monkeypatch.setattr(victims, "MAX_VICTIM_STEPS", 3)
     tree = quota_tree(
         {
             "name": "root",
