@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import socket
 import sys
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -13,6 +15,7 @@ from solver_sched.cli import simulate
 from solver_sched.config.schema import ConfigError, SchedulerConfig, load_config
 from solver_sched.cycle import BACKENDS, run_cycle
 from solver_sched.io.files import InputFileError, load_objects
+from solver_sched.io.gcpause import gc_paused
 from solver_sched.io.kube_snapshot import snapshot_from_objects
 
 
@@ -37,6 +40,9 @@ def _parser() -> argparse.ArgumentParser:
     w.add_argument("-o", "--output", choices=("table", "json"), default="table")
     w.add_argument("--now", type=_now, help="RFC 3339 clock for cooldowns (default: now)")
     w.add_argument("--scheduler-name", help="schedulerName of pods we may bind")
+    w.add_argument(
+        "--timings", action="store_true", help="print seconds per step to stderr (one JSON line)"
+    )
     r = sub.add_parser("run", help="schedule a live cluster (the secondary scheduler)")
     r.add_argument(
         "--kubeconfig",
@@ -148,25 +154,48 @@ def _dump(args: argparse.Namespace) -> int:
 
 
 def _whatif(args: argparse.Namespace) -> int:
+    # A what-if lives for one cycle and builds millions of objects that all stay alive: the
+    # cyclic collector's passes over them would only cost time (docs/benchmarks.md).
+    with gc_paused():
+        return _whatif_cycle(args)
+
+
+def _whatif_cycle(args: argparse.Namespace) -> int:
     from solver_sched.cli.render import to_json_text, to_table
 
+    steps: dict[str, float] = {}
+    start = time.perf_counter()
     try:
         config = load_config(args.config) if args.config else SchedulerConfig()
         objects = load_objects(args.files)
     except (ConfigError, InputFileError) as exc:
         print(f"solver-sched: {exc}", file=sys.stderr)
         return 2
+    start = _step(steps, "read", start)
     name = args.scheduler_name or config.settings.scheduler_name
     snapshot = snapshot_from_objects(objects, name, config.settings.cooldown)
+    del objects  # the raw objects are not needed past the snapshot: keep the peak down
+    start = _step(steps, "snapshot", start)
     now = args.now or datetime.now(UTC)
     result = run_cycle(snapshot, config, now, args.solver, args.time_limit)
+    start = _step(steps, "cycle", start)
     print(to_json_text(result, snapshot) if args.output == "json" else to_table(result, snapshot))
+    _step(steps, "output", start)
+    if args.timings:
+        phases = {k: round(v, 3) for k, v in result.phases.items()}
+        print(json.dumps({**steps, "phases": phases}), file=sys.stderr)
     if result.violations:
         print(
             "solver-sched: the plan failed the feasibility check; nothing emitted", file=sys.stderr
         )
         return 1
     return 0
+
+
+def _step(steps: dict[str, float], name: str, start: float) -> float:
+    now = time.perf_counter()
+    steps[name] = round(now - start, 3)
+    return now
 
 
 if __name__ == "__main__":

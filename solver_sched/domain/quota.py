@@ -29,12 +29,15 @@ class Queue:
 @dataclass(frozen=True, slots=True)
 class QuotaTree:
     queues: Mapping[str, Queue] = field(default_factory=dict)
+    # namespace -> owning queue, built on first use (asked per job and per lone pod)
+    _owner: dict[str, str] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def leaf_for(self, namespace: str) -> str:
-        for q in self.queues.values():
-            if namespace in q.namespaces:
-                return q.name
-        return IMPLICIT_QUEUE
+        if not self._owner and self.queues:
+            for q in reversed(list(self.queues.values())):  # the first queue listing it wins
+                for ns in q.namespaces:
+                    self._owner[ns] = q.name
+        return self._owner.get(namespace, IMPLICIT_QUEUE)
 
     def chain(self, queue: str) -> tuple[str, ...]:
         """The queue and its ancestors, leaf first (empty for the implicit queue)."""
@@ -47,8 +50,13 @@ class QuotaTree:
             cur = self.queues[cur].parent
         return tuple(out)
 
-    def invalid_in_chain(self, queue: str) -> str | None:
+    def first_invalid(self, queue: str) -> Queue | None:
+        """The first invalid queue on the chain: its jobs depend on it, so they are held."""
         for name in self.chain(queue):
             if self.queues[name].invalid:
-                return self.queues[name].invalid
+                return self.queues[name]
         return None
+
+    def invalid_in_chain(self, queue: str) -> str | None:
+        bad = self.first_invalid(queue)
+        return bad.invalid if bad is not None else None

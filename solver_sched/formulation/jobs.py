@@ -51,9 +51,9 @@ def job_states(
         if job.invalid:
             reasons[name] = job.invalid
             continue
-        invalid_queue = snapshot.quota.invalid_in_chain(snapshot.queue_of(job))
-        if invalid_queue:
-            reasons[name] = invalid_queue
+        bad = snapshot.quota.first_invalid(snapshot.queue_of(job))
+        if bad is not None:
+            reasons[name] = f"queue {bad.name} is invalid: {bad.invalid}"
             continue
         if job.succeeded:  # members finish one by one: never break a completing gang
             reasons[name] = f"completing: {job.succeeded} pod(s) succeeded"

@@ -6,9 +6,16 @@ construction; tests then check that they agree on the optimum.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 Terms = list[tuple[int, int]]  # (variable index, coefficient)
+
+# The largest magnitude a row may reach (|coefficient| x |bound| summed over its terms, and each
+# side): both backends then hold it exactly. HiGHS rejects matrix values from 1e15 on and doubles
+# are exact to 2^53; CP-SAT needs every activity inside int64. Kubernetes quantities have no upper
+# bound (a quota of 100000000Gi is 1.1e17 bytes), so rows past it are rescaled (``_fit``).
+LIMIT = 2**49
 
 
 @dataclass(slots=True)
@@ -42,7 +49,47 @@ class LinearModel:
             if (lo is not None and lo > 0) or (hi is not None and hi < 0):
                 self.constraints.append(Constraint(name, [], lo, hi))  # infeasible: keep it visible
             return
-        self.constraints.append(Constraint(name, terms, lo, hi))
+        self.constraints.append(self._fit(Constraint(name, terms, lo, hi)))
+
+    def _span(self, con: Constraint) -> int:
+        reach = sum(abs(c) * max(abs(self.lb[v]), abs(self.ub[v])) for v, c in con.terms)
+        return max(reach, abs(con.lo or 0), abs(con.hi or 0))
+
+    def _fit(self, con: Constraint) -> Constraint:
+        """The row, within LIMIT. Steps, each only while the row is still too large:
+
+        1. a bound past what the terms can reach is clamped to it (the row means the same);
+        2. a common factor of the coefficients divides out, the bounds rounded inwards (the same
+           integer points);
+        3. coarser units: coefficients divided and rounded up, both bounds rounded down. A plan
+           that meets the scaled row meets the original's upper bound (the side the checker
+           verifies: node fit, quota max), and every plan that meets the original's lower bound
+           meets the scaled one (a queue's floor): no plan today's usage allows is cut off, and
+           the floor may be missed by less than a unit of the scale per term.
+        """
+        if self._span(con) <= LIMIT:
+            return con
+        lo, hi, terms = con.lo, con.hi, con.terms
+        low = sum(c * (self.lb[v] if c > 0 else self.ub[v]) for v, c in terms)
+        high = sum(c * (self.ub[v] if c > 0 else self.lb[v]) for v, c in terms)
+        if hi is not None:
+            hi = max(min(hi, high), low - 1)
+        if lo is not None:
+            lo = min(max(lo, low), high + 1)
+        g = math.gcd(*(c for _, c in terms))
+        if g > 1:
+            terms = [(v, c // g) for v, c in terms]
+            hi = None if hi is None else hi // g
+            lo = None if lo is None else -(-lo // g)
+        con = Constraint(con.name, terms, lo, hi)
+        span = self._span(con)
+        if span <= LIMIT or lo == hi or any(self.lb[v] < 0 for v, _ in terms):
+            return con  # an equality or a signed variable has no safe rounding: left as it is
+        scale = 1 << (span // LIMIT).bit_length()
+        terms = [(v, -(-c // scale)) for v, c in terms]
+        hi = None if hi is None else hi // scale
+        lo = None if lo is None else lo // scale
+        return Constraint(con.name, [(v, c) for v, c in terms if c], lo, hi)
 
     def term(self, band: str, name: str, terms: Terms) -> None:
         target = self.guaranteed if band == "guaranteed" else self.elastic

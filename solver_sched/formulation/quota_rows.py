@@ -62,7 +62,8 @@ def quota_rows(
         if queue.max_jobs is not None:
             jobs_cap = max(queue.max_jobs, now_total.get(MAX_JOBS, 0)) - fixed.get(MAX_JOBS, 0)
         min_gpus = 0
-        if queue.namespaces:
-            min_gpus = max(0, queue.min.get(res.GPU, 0) - fixed.get(res.GPU, 0))
+        if queue.namespaces:  # no more than its jobs can hold: a valid min of 1e15 GPUs is too
+            reach = sum(max(o.guaranteed_gpus for o in jobs[i].options) for i in members[name])
+            min_gpus = min(reach, max(0, queue.min.get(res.GPU, 0) - fixed.get(res.GPU, 0)))
         rows.append(QuotaRow(name, tuple(members[name]), cap, floor, jobs_cap, fixed, min_gpus))
     return tuple(rows)

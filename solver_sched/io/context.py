@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from solver_sched.domain.affinity import NodeConstraints
 from solver_sched.domain.snapshot import InputError
 from solver_sched.io.quantity import parse_quantity
 
@@ -22,26 +23,35 @@ class LoadContext:
     errors: list[InputError] = field(default_factory=list)
     priority_classes: dict[str, int] = field(default_factory=dict)
     default_priority: int = 0
+    constraints: dict[Any, NodeConstraints] = field(default_factory=dict)  # interned (pods.py)
 
     def error(self, obj: str, fld: str, msg: str) -> str:
         self.errors.append(InputError(obj, fld, msg))
         return f"{obj}: {fld}: {msg}"
 
 
-def parse(b: LoadContext, model: type[M], raw: dict[str, Any]) -> M | None:
+def parse(
+    b: LoadContext, model: type[M], raw: dict[str, Any], obj: str | None = None, at: str = ""
+) -> M | None:
+    """The validated model, or None with up to three InputErrors. ``obj`` names the object when
+    ``raw`` is a part of one (then at ``at``), else its kind and name do."""
     try:
         return model.model_validate(raw)
     except ValidationError as exc:
-        meta = raw.get("metadata")
-        meta = meta if isinstance(meta, dict) else {}
-        name = "/".join(str(x) for x in (meta.get("namespace"), meta.get("name")) if x)
+        if obj is None:
+            meta = raw.get("metadata")
+            meta = meta if isinstance(meta, dict) else {}
+            name = "/".join(str(x) for x in (meta.get("namespace"), meta.get("name")) if x)
+            obj = f"{raw.get('kind', 'object')} {name or '(unnamed)'}"
         for err in exc.errors()[:3]:
-            loc = ".".join(str(p) for p in err["loc"])
-            b.error(f"{raw.get('kind', 'object')} {name or '(unnamed)'}", loc, err["msg"])
+            loc = ".".join([at] * bool(at) + [str(p) for p in err["loc"]])
+            b.error(obj, loc, err["msg"])
         return None
 
 
 def quantities(b: LoadContext, obj: str, fld: str, values: dict[str, Any]) -> dict[str, int] | str:
+    if not values:
+        return {}
     out = {}
     for name, value in values.items():
         try:

@@ -1,11 +1,35 @@
-"""Read Kubernetes objects from YAML/JSON files: `kind: List`, multi-document YAML, or objects."""
+"""Read Kubernetes objects from YAML/JSON files: `kind: List`, multi-document YAML, or objects.
+
+Large dumps are what `kubectl get -o json` writes, so JSON goes through the standard json module,
+item by item: each object is slimmed (``slim.py``) as soon as it is decoded, and the file is read
+in chunks, so neither the text nor the full objects of a large dump are ever held at once. YAML
+goes through libyaml's C loader when PyYAML has it (the pure-Python loader is 30-50 times
+slower; a note says so once). A file that starts like JSON but is not (YAML flow style) is read
+as YAML.
+"""
 
 from __future__ import annotations
 
+import json
+import re
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import yaml
+
+from solver_sched.io.gcpause import gc_paused
+from solver_sched.io.slim import slim
+
+_YAML_LOADER: type[yaml.SafeLoader | yaml.CSafeLoader] = getattr(
+    yaml, "CSafeLoader", yaml.SafeLoader
+)  # SafeLoader: PyYAML built without libyaml
+
+CHUNK = 1 << 24  # characters read at a time
+_WS = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+_noted: list[bool] = []
 
 
 class InputFileError(Exception):
@@ -13,21 +37,54 @@ class InputFileError(Exception):
 
 
 def load_objects(paths: list[Path]) -> list[dict[str, Any]]:
+    with gc_paused():
+        return _load(paths)
+
+
+def _load(paths: list[Path]) -> list[dict[str, Any]]:
     objects: list[dict[str, Any]] = []
     for path in paths:
         try:
-            text = path.read_text()
+            objects.extend(_read(path))
         except OSError as exc:
             raise InputFileError(f"{path}: {exc.strerror or exc}") from None
         except UnicodeDecodeError as exc:
             raise InputFileError(f"{path}: not a text file ({exc.reason})") from None
-        try:
-            docs = list(yaml.safe_load_all(text))
-        except yaml.YAMLError as exc:
-            raise InputFileError(f"{path}: not valid YAML/JSON: {exc}") from None
-        for doc in docs:
-            objects.extend(_flatten(doc, path))
     return objects
+
+
+def _read(path: Path) -> list[dict[str, Any]]:
+    with path.open(encoding="utf-8-sig", newline="") as f:
+        head = f.read(CHUNK)
+        start = _WS.match(head).end()  # type: ignore[union-attr]
+        if head[start : start + 1] in ("{", "["):
+            try:
+                return list(_json_objects(_Stream(f, head), path))
+            except json.JSONDecodeError as exc:
+                error = exc
+            f.seek(0)
+            text = f.read()
+            try:
+                return _yaml_objects(text, path)
+            except InputFileError:
+                raise InputFileError(f"{path}: not valid YAML/JSON: {error}") from None
+        return _yaml_objects(head + f.read(), path)
+
+
+def _yaml_objects(text: str, path: Path) -> list[dict[str, Any]]:
+    if _YAML_LOADER is yaml.SafeLoader and not _noted:
+        _noted.append(True)
+        warnings.warn(
+            "PyYAML has no libyaml here: reading YAML with the slow pure-Python loader "
+            "(JSON input is fast)",
+            RuntimeWarning,
+            stacklevel=4,
+        )
+    try:
+        docs = list(yaml.load_all(text, Loader=_YAML_LOADER))
+    except yaml.YAMLError as exc:
+        raise InputFileError(f"{path}: not valid YAML/JSON: {exc}") from None
+    return [o for doc in docs for o in _flatten(doc, path)]
 
 
 def _flatten(doc: object, path: Path) -> list[dict[str, Any]]:
@@ -40,4 +97,85 @@ def _flatten(doc: object, path: Path) -> list[dict[str, Any]]:
         for item in doc["items"]:
             out.extend(_flatten(item, path))
         return out
-    return [doc]
+    return [slim(doc)]
+
+
+class _Stream:
+    """JSON values decoded one at a time from a file read in chunks."""
+
+    def __init__(self, f: IO[str], head: str) -> None:
+        self.f, self.buf, self.pos = f, head, 0
+
+    def _more(self) -> bool:
+        data = self.f.read(CHUNK)
+        if not data:
+            return False
+        self.buf, self.pos = self.buf[self.pos :] + data, 0
+        return True
+
+    def peek(self) -> str:
+        """The next character that is not white space ('' at the end of the file)."""
+        while True:
+            self.pos = _WS.match(self.buf, self.pos).end()  # type: ignore[union-attr]
+            if self.pos < len(self.buf) or not self._more():
+                return self.buf[self.pos : self.pos + 1]
+
+    def take(self, char: str) -> None:
+        if self.peek() != char:
+            found = self.buf[self.pos : self.pos + 1] or "the end of the file"
+            raise json.JSONDecodeError(f"Expecting {char!r}, found {found!r}", self.buf, self.pos)
+        self.pos += 1
+
+    def value(self) -> Any:
+        self.peek()
+        while True:
+            try:
+                obj, end = _DECODER.raw_decode(self.buf, self.pos)
+            except json.JSONDecodeError:
+                if self._more():  # the value may go on in the next chunk
+                    continue
+                raise
+            if end == len(self.buf) and self._more():  # a number may go on, too
+                continue
+            self.pos = end
+            return obj
+
+
+def _json_objects(s: _Stream, path: Path) -> Iterator[dict[str, Any]]:
+    """The objects of the top-level JSON values (one, or several in a row). An object's ``items``
+    array is decoded item by item, each item slimmed at once, since a List's ``kind`` may come
+    after its items."""
+    while s.peek():
+        if s.peek() != "{":
+            yield from _flatten(s.value(), path)
+            continue
+        s.take("{")
+        doc: dict[str, Any] = {}
+        while s.peek() != "}":
+            if doc:
+                s.take(",")
+            key = s.value()
+            s.take(":")
+            doc[key] = _items(s) if key == "items" and s.peek() == "[" else s.value()
+        s.take("}")
+        items = doc.get("items")
+        if not (str(doc.get("kind") or "").endswith("List") and isinstance(items, list)):
+            yield slim(doc)
+            continue
+        for item in items:
+            if isinstance(item, dict) and "items" not in item:
+                yield item  # slimmed already
+            else:
+                yield from _flatten(item, path)
+
+
+def _items(s: _Stream) -> list[Any]:
+    s.take("[")
+    items: list[Any] = []
+    while s.peek() != "]":
+        if items:
+            s.take(",")
+        item = s.value()
+        items.append(slim(item) if isinstance(item, dict) and "items" not in item else item)
+    s.take("]")
+    return items

@@ -18,6 +18,7 @@ from typing import Any
 from solver_sched.domain.snapshot import ClusterSnapshot
 from solver_sched.io.context import LoadContext
 from solver_sched.io.gangs import jobs_from, pod_groups
+from solver_sched.io.gcpause import gc_paused
 from solver_sched.io.kubeflow import pytorch_jobs
 from solver_sched.io.nodes import node_from
 from solver_sched.io.pods import pod_from
@@ -29,6 +30,13 @@ def snapshot_from_objects(
     objects: Iterable[dict[str, Any]],
     scheduler_name: str = "solver-sched",
     default_cooldown: timedelta = timedelta(minutes=10),
+) -> ClusterSnapshot:
+    with gc_paused():
+        return _snapshot(objects, scheduler_name, default_cooldown)
+
+
+def _snapshot(
+    objects: Iterable[dict[str, Any]], scheduler_name: str, default_cooldown: timedelta
 ) -> ClusterSnapshot:
     b = LoadContext(scheduler_name, default_cooldown)
     by_kind: dict[str, list[dict[str, Any]]] = defaultdict(list)

@@ -161,15 +161,18 @@ class PyTorchJobObj(_Obj):
 
 
 class QuotaNodeModel(_Obj):
+    """One queue of the tree. Its children stay raw and are validated one by one, so a bad queue
+    invalidates only itself and what depends on it, never the rest of the tree."""
+
     name: str
     namespaces: list[str] = Field(default_factory=list)
     min: dict[str, Quantity] = Field(default_factory=dict)
     max: dict[str, Quantity] = Field(default_factory=dict)
-    children: list[QuotaNodeModel] = Field(default_factory=list)
+    children: list[Any] = Field(default_factory=list)
 
 
 class ElasticQuotaTreeSpec(_Obj):
-    root: QuotaNodeModel
+    root: dict[str, Any]
 
 
 class ElasticQuotaTreeObj(_Obj):
@@ -181,3 +184,13 @@ class PriorityClassObj(_Obj):
     metadata: Meta
     value: int
     global_default: bool = Field(default=False, alias="globalDefault")
+
+
+MODEL_OF_KIND: dict[str, type[BaseModel]] = {
+    "Node": NodeObj,
+    "Pod": PodObj,
+    "PodGroup": PodGroupObj,
+    "PyTorchJob": PyTorchJobObj,
+    "ElasticQuotaTree": ElasticQuotaTreeObj,
+    "PriorityClass": PriorityClassObj,
+}

@@ -38,7 +38,10 @@ def _pod_requests(b: LoadContext, obj: str, p: PodObj) -> dict[str, int] | str:
         r = _container_requests(b, obj, f"spec.containers[{i}].resources", c)
         if isinstance(r, str):
             return r
-        main = res.add(main, r)
+        res.add_into(main, r)
+    if not p.spec.init_containers and not p.spec.overhead:  # the common case, at a dump's scale
+        main[res.PODS] = 1
+        return {k: v for k, v in main.items() if v}
     sidecars: dict[str, int] = {}
     init_peak: dict[str, int] = {}
     for i, c in enumerate(p.spec.init_containers):
@@ -61,7 +64,23 @@ def _pod_requests(b: LoadContext, obj: str, p: PodObj) -> dict[str, int] | str:
     return {k: v for k, v in total.items() if v}
 
 
-def _constraints(p: PodObj) -> NodeConstraints:
+def _constraints(b: LoadContext, p: PodObj) -> NodeConstraints:
+    """Interned per load: the pods of a dump share a few constraint sets, and shapes and node
+    checks compare them often."""
+    aff = p.spec.affinity
+    if aff is None or aff.node_affinity is None or aff.node_affinity.required is None:
+        key = (
+            tuple(sorted(p.spec.node_selector.items())),
+            tuple((t.key, t.operator, t.value, t.effect) for t in p.spec.tolerations),
+        )
+        found = b.constraints.get(key)
+        if found is None:
+            found = b.constraints[key] = _build_constraints(p)
+        return found
+    return _build_constraints(p)
+
+
+def _build_constraints(p: PodObj) -> NodeConstraints:
     terms: list[tuple[Requirement, ...]] = []
     aff = p.spec.affinity
     if aff and aff.node_affinity and aff.node_affinity.required:
@@ -119,7 +138,7 @@ def pod_from(b: LoadContext, raw: dict[str, Any], nodes: dict[str, Node]) -> Pod
         cluster=node.cluster if (node := nodes.get(p.spec.node_name or "")) else DEFAULT_CLUSTER,
         phase=phase,
         priority=priority,
-        constraints=_constraints(p),
+        constraints=_constraints(b, p),
         order=_order(p),
         created=p.metadata.creation_timestamp,
         invalid=requests if isinstance(requests, str) else None,

@@ -1,5 +1,12 @@
 """The ElasticQuotaTree -> ``QuotaTree``: min, max and max-jobs per queue, the namespaces each leaf
-owns; a bad queue is marked invalid, with an InputError."""
+owns.
+
+Each queue is validated on its own, so a bad queue is marked invalid with an InputError and blocks
+only the jobs that depend on it (its own and its descendants'); the rest of the tree keeps its
+limits. A queue too broken to read still claims the namespaces it lists, so their jobs are held
+(with the reason) rather than planned as if no quota applied. A duplicate name is kept apart under
+``name@path`` and is invalid; the first queue of that name keeps it.
+"""
 
 from __future__ import annotations
 
@@ -22,7 +29,30 @@ def quota_tree(b: LoadContext, raws: list[dict[str, Any]]) -> QuotaTree:
     queues: dict[str, Queue] = {}
     owner: dict[str, str] = {}
 
-    def walk(node: QuotaNodeModel, parent: str | None, path: str) -> None:
+    def claim(key: str, namespaces: list[str], path: str) -> None:
+        for ns in namespaces:
+            if ns in owner:
+                b.error(obj, f"{path}.namespaces", f"namespace {ns} already in queue {owner[ns]}")
+            else:
+                owner[ns] = key
+
+    def walk(raw: Any, parent: str | None, path: str) -> None:
+        found = len(b.errors)
+        if isinstance(raw, dict):
+            node = parse(b, QuotaNodeModel, raw, obj, path)
+        else:
+            node = None
+            b.error(obj, path, f"expected a queue (an object), found a {type(raw).__name__}")
+        if node is None:  # unreadable: its namespaces and children still depend on it
+            key = _unique(queues, _raw_name(raw) or path, path)
+            namespaces = _raw_strings(raw, "namespaces")
+            reason = "; ".join(str(e) for e in b.errors[found:])
+            claim(key, namespaces, path)
+            queues[key] = Queue(key, parent, tuple(namespaces), invalid=reason)
+            children = raw.get("children") if isinstance(raw, dict) else None
+            for i, child in enumerate(children if isinstance(children, list) else []):
+                walk(child, key, f"{path}.children[{i}]")
+            return
         invalid = None
         lo = quantities(b, obj, f"{path}.min", node.min)
         hi = quantities(b, obj, f"{path}.max", node.max)
@@ -32,20 +62,30 @@ def quota_tree(b: LoadContext, raws: list[dict[str, Any]]) -> QuotaTree:
         for r, m in sorted(lo.items()):
             if r in hi and m > hi[r] and invalid is None:
                 invalid = b.error(obj, f"{path}.min.{r}", f"{m} > max {hi[r]} (queue {node.name})")
-        if node.name in queues:
+        key = node.name
+        if key in queues:
+            key = _unique(queues, node.name, path)
             invalid = b.error(obj, f"{path}.name", f"duplicate queue name {node.name!r}")
-        for ns in node.namespaces:
-            if ns in owner:
-                b.error(obj, f"{path}.namespaces", f"namespace {ns} already in queue {owner[ns]}")
-            else:
-                owner[ns] = node.name
+        claim(key, node.namespaces, path)
         max_jobs = hi.pop(MAX_JOBS, None)
         lo.pop(MAX_JOBS, None)
-        queues[node.name] = Queue(
-            node.name, parent, tuple(node.namespaces), lo, hi, max_jobs, invalid
-        )
+        queues[key] = Queue(key, parent, tuple(node.namespaces), lo, hi, max_jobs, invalid)
         for i, child in enumerate(node.children):
-            walk(child, node.name, f"{path}.children[{i}]")
+            walk(child, key, f"{path}.children[{i}]")
 
     walk(tree.spec.root, None, "spec.root")
     return QuotaTree(queues)
+
+
+def _unique(queues: dict[str, Queue], name: str, path: str) -> str:
+    return name if name not in queues else f"{name}@{path}"
+
+
+def _raw_name(raw: Any) -> str | None:
+    name = raw.get("name") if isinstance(raw, dict) else None
+    return name if isinstance(name, str) and name else None
+
+
+def _raw_strings(raw: Any, key: str) -> list[str]:
+    value = raw.get(key) if isinstance(raw, dict) else None
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from solver_sched.io.quantity import parse_quantity
+from solver_sched.io.quantity import CAP, parse_quantity
 
 
 @pytest.mark.parametrize(
@@ -84,6 +84,32 @@ def test_error_message_quotes_the_offending_text() -> None:
         parse_quantity("1.2.3", "cpu")
 
 
-def test_huge_exponent_raises_value_error() -> None:
-    with pytest.raises(ValueError):
-        parse_quantity("1e1000000000", "memory")
+@pytest.mark.parametrize(
+    ("text", "resource", "expected"),
+    [
+        pytest.param("100000000Gi", "memory", 100_000_000 * 2**30, id="1.1e17-bytes-exact"),
+        pytest.param("1e1000000000", "memory", CAP, id="huge-exponent-saturates"),
+        pytest.param("9Ei", "memory", CAP, id="binary-cap-as-kubernetes"),
+        pytest.param("1" + "0" * 5000, "nvidia.com/gpu", CAP, id="5000-digits"),
+        pytest.param("1e30", "cpu", CAP, id="cpu-saturates"),
+        pytest.param("1e-1000000000", "memory", 1, id="tiny-rounds-up"),
+        pytest.param("1." + "0" * 5000 + "1", "memory", 2, id="long-fraction-rounds-up"),
+        pytest.param("500000000n", "cpu", 500, id="nano"),
+        pytest.param("100u", "cpu", 1, id="micro-rounds-up"),
+        pytest.param("1E", "memory", 10**18, id="exa"),
+        pytest.param("5.", "cpu", 5000, id="trailing-dot"),
+        pytest.param("+2", "cpu", 2000, id="plus-sign"),
+        pytest.param("1e+3", "memory", 1000, id="signed-exponent"),
+        pytest.param("-0", "memory", 0, id="negative-zero"),
+    ],
+)
+def test_every_quantity_kubernetes_accepts_is_read(text: str, resource: str, expected: int) -> None:
+    """resource.ParseQuantity (k8s.io/apimachinery) accepts any size of decimal quantity and caps
+    binary ones at 2^63-1; values past CAP are more than any node or cluster holds."""
+    assert parse_quantity(text, resource) == expected
+
+
+@pytest.mark.parametrize("text", ["1e3Gi", "1e", "1e99999999999999999999", "1Ki3", "1.5e3.2"])
+def test_what_kubernetes_rejects_is_rejected(text: str) -> None:
+    with pytest.raises(ValueError, match="invalid quantity"):
+        parse_quantity(text, "memory")

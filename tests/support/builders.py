@@ -12,6 +12,7 @@ from solver_sched.domain.plan import Plan
 from solver_sched.domain.snapshot import ClusterSnapshot
 from solver_sched.io import manifests as m
 from solver_sched.io.kube_snapshot import snapshot_from_objects
+from solver_sched.solvers.result import SolveStatus
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 node, pod, gang, pod_group, quota_tree = m.node, m.pod, m.gang, m.pod_group, m.quota_tree
@@ -56,3 +57,11 @@ def workers_after(snap: ClusterSnapshot, p: Plan) -> dict[str, int]:
             1 for pn in job.pods if (snap.pods[pn].bound and pn not in evicted) or pn in bound
         )
     return out
+
+
+def assert_solver_decided(result: CycleResult) -> None:
+    """The solver proved its optimum and the emitted plan is worth exactly that: a plan the
+    solver could not make (overflow, no solution, greedy fallback) or that packing degraded
+    fails here. ``chosen`` may still say greedy when greedy's plan is that optimum."""
+    assert result.stats.status == SolveStatus.OPTIMAL, result.stats.detail
+    assert result.stats.objective == result.stats.solver_objective

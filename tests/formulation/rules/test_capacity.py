@@ -2,7 +2,16 @@
 
 import pytest
 
-from tests.support.builders import gang, node, other, plan, pod, snapshot, workers_after
+from tests.support.builders import (
+    assert_solver_decided,
+    gang,
+    node,
+    other,
+    plan,
+    pod,
+    snapshot,
+    workers_after,
+)
 
 BACKENDS = ["cpsat", "milp", "greedy"]
 
@@ -92,3 +101,22 @@ def test_required_node_affinity(backend: str, op: str, values: list[str], want_n
 def test_pods_of_other_schedulers_are_never_bound(backend: str) -> None:
     snap = snapshot(node("a", gpus=8), pod("mine"), pod("theirs", scheduler="default-scheduler"))
     assert [b.pod for b in plan(snap, backend).plan.binds] == ["default/mine"]
+
+
+@pytest.mark.parametrize("backend", ["cpsat", "milp"])
+def test_nodes_and_pods_of_exabytes_still_plan_with_the_solver(backend: str) -> None:
+    """8Ei (capped at 2^63-1 bytes, as Kubernetes caps it) per node and 1Ei per pod are valid
+    quantities. Unscaled, the capacity row overflows CP-SAT's int64 (MODEL_INVALID) and passes
+    the largest matrix value HiGHS accepts, and the cycle falls back to greedy."""
+    snap = snapshot(
+        node("a", gpus=8, memory="8Ei"),
+        node("b", gpus=8, memory="8Ei"),
+        gang("g", 10, memory="1Ei", min_member=10),
+        gang("h", 6, memory="1Ei", gpus=0, min_member=6),
+    )
+    assert snap.errors == ()
+    result = plan(snap, backend)
+    assert result.violations == []
+    assert_solver_decided(result)
+    after = workers_after(snap, result.plan)
+    assert after == {"default/g": 10, "default/h": 0}  # 7 per node: room for 14 of 1Ei

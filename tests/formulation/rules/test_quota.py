@@ -4,7 +4,15 @@ from typing import Any
 
 import pytest
 
-from tests.support.builders import gang, node, plan, quota_tree, snapshot, workers_after
+from tests.support.builders import (
+    assert_solver_decided,
+    gang,
+    node,
+    plan,
+    quota_tree,
+    snapshot,
+    workers_after,
+)
 
 BACKENDS = ["cpsat", "milp", "greedy"]
 
@@ -128,3 +136,135 @@ def test_invalid_queue_makes_its_jobs_unusable_and_others_still_plan(backend: st
     assert after == {"team-a/a": 0, "team-b/b": 2}
     row = next(j for j in result.plan.jobs if j.name == "team-a/a")
     assert "ElasticQuotaTree" in row.reason and "min.nvidia.com/gpu" in row.reason
+
+
+# -- quantities of any size (issue 14): the solvers still plan, and their plan is the one chosen
+
+SOLVERS = ["cpsat", "milp"]
+
+
+@pytest.mark.parametrize("backend", SOLVERS)
+def test_a_quota_of_any_valid_size_still_plans(backend: str) -> None:
+    """memory 100000000Gi (1.1e17 bytes) is a valid quantity: it is read, the queue stays valid,
+    and the row it makes does not overflow either solver."""
+    huge = {"memory": "100000000Gi", "nvidia.com/gpu": "8"}
+    snap = snapshot(
+        node("n", gpus=16),
+        tree({"min": huge, "max": {**huge, "nvidia.com/gpu": "12"}}, {}),
+        gang("a1", 8, namespace="team-a"),
+        gang("a2", 8, namespace="team-a"),
+        gang("b1", 2, namespace="team-b"),
+    )
+    assert snap.errors == ()
+    result = plan(snap, backend)
+    assert result.violations == []
+    assert_solver_decided(result)
+    after = workers_after(snap, result.plan)
+    assert (after["team-a/a1"] + after["team-a/a2"], after["team-b/b1"]) == (8, 2)
+
+
+@pytest.mark.parametrize("backend", SOLVERS)
+def test_a_min_of_more_gpus_than_any_cluster_has_keeps_the_solver(backend: str) -> None:
+    """A min of 10^15 GPUs is valid; the objective counts only the GPUs member jobs can hold, so
+    it stays inside the solvers' integers and they still decide (no greedy-only cycle)."""
+    snap = snapshot(
+        node("n", gpus=8),
+        tree({"min": {"nvidia.com/gpu": "1e15"}}, {}),
+        gang("a1", 4, namespace="team-a"),
+        gang("b1", 4, namespace="team-b"),
+    )
+    result = plan(snap, backend)
+    assert result.violations == []
+    assert_solver_decided(result)
+    assert workers_after(snap, result.plan) == {"team-a/a1": 4, "team-b/b1": 4}
+
+
+# -- an invalid queue holds only the jobs that depend on it
+
+
+def _with(queues: list[Any]) -> dict[str, Any]:
+    return quota_tree({"name": "root", "children": queues})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(
+    ("bad", "field"),
+    [
+        pytest.param(
+            {"name": "team-a", "namespaces": ["team-a"], "max": {"nvidia.com/gpu": ["4"]}},
+            "spec.root.children[0].max.nvidia.com/gpu",
+            id="max-not-a-quantity",
+        ),
+        pytest.param(
+            {"name": "team-a", "namespaces": ["team-a"], "children": "none"},
+            "spec.root.children[0].children",
+            id="children-not-a-list",
+        ),
+        pytest.param(
+            {"namespaces": ["team-a"], "max": {"nvidia.com/gpu": "4"}},
+            "spec.root.children[0].name",
+            id="no-name",
+        ),
+    ],
+)
+def test_an_unreadable_queue_holds_only_its_jobs_and_the_tree_keeps_its_limits(
+    backend: str, bad: dict[str, Any], field: str
+) -> None:
+    """Before, one queue that failed validation dropped the whole tree: team-b's max stopped
+    binding and team-a's jobs ran with no quota at all."""
+    good = {"name": "team-b", "namespaces": ["team-b"], "max": {"nvidia.com/gpu": "4"}}
+    snap = snapshot(
+        node("n", gpus=16),
+        _with([bad, good]),
+        gang("a", 2, namespace="team-a"),
+        gang("b", 8, namespace="team-b"),
+        gang("c", 2, namespace="team-b"),
+        gang("free", 2, namespace="elsewhere"),
+    )
+    assert snap.errors and all(e.field.startswith(field) for e in snap.errors)
+    result = plan(snap, backend)
+    after = workers_after(snap, result.plan)
+    assert after == {"team-a/a": 0, "team-b/b": 0, "team-b/c": 2, "elsewhere/free": 2}
+    held = next(j for j in result.plan.jobs if j.name == "team-a/a")
+    assert held.reason.startswith("queue ") and field in held.reason
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_duplicate_queue_name_leaves_the_first_queue_its_limits(backend: str) -> None:
+    """Before, the duplicate replaced the first queue of that name, so the first queue's jobs
+    were held as if they were the duplicate's."""
+    first = {"name": "team", "namespaces": ["team-a"], "max": {"nvidia.com/gpu": "4"}}
+    second = {"name": "team", "namespaces": ["team-b"]}
+    snap = snapshot(
+        node("n", gpus=16),
+        _with([first, second]),
+        gang("a1", 4, namespace="team-a"),
+        gang("a2", 4, namespace="team-a"),
+        gang("b", 2, namespace="team-b"),
+    )
+    result = plan(snap, backend)
+    after = workers_after(snap, result.plan)
+    assert (after["team-a/a1"] + after["team-a/a2"], after["team-b/b"]) == (4, 0)
+    held = next(j for j in result.plan.jobs if j.name == "team-b/b")
+    assert "duplicate queue name 'team'" in held.reason
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_invalid_parent_holds_its_subtree_and_nothing_else(backend: str) -> None:
+    bad_parent = {
+        "name": "org-a",
+        "min": {"nvidia.com/gpu": "8"},
+        "max": {"nvidia.com/gpu": "4"},
+        "children": [{"name": "team-a", "namespaces": ["team-a"]}],
+    }
+    org_b = {"name": "org-b", "children": [{"name": "team-b", "namespaces": ["team-b"]}]}
+    snap = snapshot(
+        node("n", gpus=16),
+        _with([bad_parent, org_b]),
+        gang("a", 2, namespace="team-a"),
+        gang("b", 2, namespace="team-b"),
+    )
+    result = plan(snap, backend)
+    assert workers_after(snap, result.plan) == {"team-a/a": 0, "team-b/b": 2}
+    held = next(j for j in result.plan.jobs if j.name == "team-a/a")
+    assert held.reason.startswith("queue org-a is invalid:") and "8 > max 4" in held.reason
