@@ -12,7 +12,7 @@ GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 TESTENV := .cache/bin/kube-testenv
 TESTENV_SRC := tools/kube-testenv/main.go tools/kube-testenv/go.mod tools/kube-testenv/go.sum
 
-.PHONY: run whatif test lint unit install testenv clean
+.PHONY: run whatif test lint unit install testenv clean mutation
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -50,5 +50,17 @@ unit: $(STAMP)
 test: lint $(TESTENV)
 	$(BIN)/pytest
 
+# Mutation testing (mutmut, pinned in pyproject.toml's `mutation` extra; not part of `make test`:
+# minutes). MUTATE picks the package: the rules by default, or e.g. MUTATE=solver_sched.solvers.
+# The last line is `mutation score: K/N killed`.
+MUTATE ?= solver_sched.formulation.rules
+MUTATION_JOBS ?= 2
+mutation: $(STAMP)
+	$(BIN)/pip install --quiet -e '.[dev,bench,mutation]'
+	rm -rf mutants && mkdir -p .cache
+	nice $(BIN)/mutmut run --max-children $(MUTATION_JOBS) "$(MUTATE).*" > .cache/mutmut.log 2>&1 \
+	  || (tail -40 .cache/mutmut.log; exit 1)
+	$(BIN)/python tools/mutation_score.py $(MUTATE)
+
 clean:
-	rm -rf $(VENV) .cache .pytest_cache .mypy_cache .ruff_cache .import_linter_cache
+	rm -rf $(VENV) .cache .pytest_cache .mypy_cache .ruff_cache .import_linter_cache mutants

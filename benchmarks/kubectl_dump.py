@@ -12,9 +12,11 @@ returns, not only what the scheduler reads, so parsing costs what it costs on a 
   scheduler, completed pods of finished jobs, and training gangs of solver-sched with env,
   volumes, probes, ownerReferences, status conditions and container statuses.
 - Training gangs: one PodGroup (`scheduling.x-k8s.io/v1alpha1`, with status) each; 1-16 pods of
-  1-8 GPUs; running gangs packed first-fit until `load` of the GPUs is used, then half as many
-  pending gangs; 40% elastic power-of-two, a quarter of the running ones inside their cooldown;
-  three priority classes; 16 team namespaces under a two-level ElasticQuotaTree.
+  1-8 GPUs; running gangs placed until `load` of the GPUs is used, each either spread over the
+  emptiest nodes (the default scheduler's LeastAllocated) or bin-packed, so nodes are partly used
+  as in a cluster that two schedulers have filled; then half as many pending gangs; 40% elastic
+  power-of-two, a quarter of the running ones inside their cooldown; three priority classes; 16
+  team namespaces under a two-level ElasticQuotaTree.
 - Three profiles (``PROFILES``): ``kubectl`` as printed by `kubectl get -o json`; ``managed``
   with ``metadata.managedFields`` too (`--show-managed-fields`, what an informer receives);
   ``compact``, only what the scheduler reads.
@@ -462,21 +464,44 @@ def _pod(
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
 
 
-def _first_fit(free: list[int], pods: int, gpus: int, cursor: int) -> tuple[list[int], int]:
-    taken: list[int] = []
-    for _ in range(pods):
-        for step in range(len(free)):
-            n = (cursor + step) % len(free)
-            if free[n] >= gpus:
-                free[n] -= gpus
-                taken.append(n)
-                cursor = n
-                break
-        else:
-            for n in taken:
-                free[n] += gpus
-            return [], cursor
-    return taken, cursor
+class _Free:
+    """Free GPUs per node in buckets by count, so a pod finds its node in a few steps at 10,000
+    nodes. ``spread`` takes the node with the most free GPUs (the default scheduler's
+    LeastAllocated), else the fullest node that fits (bin packing); entries are checked lazily."""
+
+    def __init__(self, free: list[int]) -> None:
+        self.free = free
+        self.buckets: list[list[int]] = [[] for _ in range(max(free, default=0) + 1)]
+        for n, f in enumerate(free):
+            self.buckets[f].append(n)
+
+    def take(self, gpus: int, spread: bool) -> int | None:
+        top = len(self.buckets) - 1
+        for f in range(top, gpus - 1, -1) if spread else range(gpus, top + 1):
+            bucket = self.buckets[f]
+            while bucket:
+                n = bucket.pop()
+                if self.free[n] == f:
+                    self.free[n] -= gpus
+                    self.buckets[self.free[n]].append(n)
+                    return n
+        return None
+
+    def give(self, n: int, gpus: int) -> None:
+        self.free[n] += gpus
+        self.buckets[self.free[n]].append(n)
+
+    def gang(self, pods: int, gpus: int, spread: bool) -> list[int]:
+        """Nodes for every pod, or none (a gang that does not fit is submitted as pending)."""
+        taken: list[int] = []
+        for _ in range(pods):
+            n = self.take(gpus, spread)
+            if n is None:
+                for m in taken:
+                    self.give(m, gpus)
+                return []
+            taken.append(n)
+        return taken
 
 
 def _quota_tree(total_gpus: int, managed: bool) -> Obj:
@@ -637,14 +662,15 @@ def dump_objects(
                 managed=managed_fields,
             )
         )
-    free = [kinds[i][2] if i in set(gpu_nodes) else 0 for i in range(nodes)]
+    usable = set(gpu_nodes)
+    free = [kinds[i][2] if i in usable else 0 for i in range(nodes)]
     budget = int(load * sum(free))
-    used, cursor, job, running_jobs = 0, 0, 0, 0
-    misses = 0
+    pool = _Free(free)
+    used, job, running_jobs, misses = 0, 0, 0, 0
     jobs: list[tuple[int, list[int]]] = []
     while used < budget and misses < 50:
         pods, gpus = _gang_shape(rng)
-        taken, cursor = _first_fit(free, pods, gpus, cursor)
+        taken = pool.gang(pods, gpus, spread=rng.random() < 0.5)  # two schedulers' histories
         if not taken:
             misses += 1
             continue
@@ -807,6 +833,7 @@ def _gang(
 
 
 PROFILES = ("compact", "kubectl", "managed")
+VERSION = 2  # of what the generator writes: part of a cached dump's name
 
 
 def profile_objects(nodes: int, seed: int, profile: str) -> list[Obj]:

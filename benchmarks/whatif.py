@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.kubectl_dump import PROFILES, write_dump
+from benchmarks.kubectl_dump import PROFILES, VERSION, write_dump
 
 OUT = Path(__file__).resolve().parent / "results"
 NOW = "2026-01-01T12:00:00Z"
@@ -64,7 +64,7 @@ run_cycle(snap, SchedulerConfig(), datetime.fromisoformat(sys.argv[2]), "greedy"
 
 
 def dump_path(nodes: int, profile: str, seed: int) -> Path:
-    path = OUT / "dumps" / f"{profile}-{nodes}-seed{seed}.json"
+    path = OUT / "dumps" / f"v{VERSION}-{profile}-{nodes}-seed{seed}.json"
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")

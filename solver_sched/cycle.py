@@ -230,11 +230,13 @@ class _Solving:
             self.crash = exc
 
     def cancel(self) -> None:
-        """Stops a search still under way (the cycle failed meanwhile) and waits for it."""
-        if self.thread is not None and self.thread.is_alive():
+        """Stops a search still under way (the cycle failed meanwhile) and waits for it. CP-SAT
+        drops a stop that comes before its solve has begun, so the stop is repeated until the
+        worker is done."""
+        while self.thread is not None and self.thread.is_alive():
             if self.search is not None:
                 self.search.solver.stop_search()
-            self.thread.join()
+            self.thread.join(timeout=0.05)
 
     def result(self) -> tuple[SolveStats, list[int] | None]:
         """The solve's statistics and its solution (model values), once the search is over."""

@@ -3,7 +3,6 @@ cluster (regressions found in review)."""
 
 import gc
 import threading
-import time
 from typing import Any
 
 import pytest
@@ -151,19 +150,24 @@ def test_greedy_plan_is_checked_while_the_solver_searches(monkeypatch: pytest.Mo
 def test_a_cycle_that_fails_while_the_solver_searches_stops_the_search(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Greedy's check raises 0.2 s into the search of a cluster whose optimum CP-SAT proves only
-    after seconds (3.3 s here): the cycle raises, and the search was stopped unproven."""
+    """Greedy's check raises once the search of a cluster whose optimum CP-SAT proves only after
+    seconds (3.3 s here) is under way: the cycle raises, and the search was stopped unproven.
+    The check waits on an event the search sets, not on a sleep: whichever thread runs first,
+    the stop must reach the search (a stop sent before CP-SAT's solve began used to be lost,
+    and the cycle then waited out the full 60 s)."""
     snap = snapshot_from_objects(synthetic_objects(512, 1000, 500, 1, NOW))
     searches: list[cpsat.Outcome] = []
     real_run = cpsat.Search.run
+    started = threading.Event()
 
     def run(self: cpsat.Search) -> cpsat.Outcome:
+        started.set()
         out = real_run(self)
         searches.append(out)
         return out
 
     def broken_check(*args: Any, **kwargs: Any) -> list[str]:
-        time.sleep(0.2)  # the search is under way
+        assert started.wait(timeout=30)
         raise RuntimeError("checker crashed")
 
     monkeypatch.setattr(cpsat.Search, "run", run)

@@ -92,6 +92,8 @@ class LinearModel:
         return Constraint(con.name, [(v, c) for v, c in terms if c], lo, hi)
 
     def term(self, band: str, name: str, terms: Terms) -> None:
+        if band not in ("guaranteed", "elastic"):
+            raise ValueError(f"objective term {name}: no band {band!r}")
         target = self.guaranteed if band == "guaranteed" else self.elastic
         target.setdefault(name, []).extend((v, c) for v, c in terms if c)
 

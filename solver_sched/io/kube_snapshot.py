@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
-from solver_sched.domain.snapshot import ClusterSnapshot
+from solver_sched.domain.cluster import Node, Pod
+from solver_sched.domain.snapshot import ClusterSnapshot, InputError
 from solver_sched.io.context import LoadContext
 from solver_sched.io.gangs import jobs_from, pod_groups
 from solver_sched.io.gcpause import gc_paused
@@ -26,25 +28,65 @@ from solver_sched.io.priority_classes import read_priority_classes
 from solver_sched.io.quota_tree import quota_tree
 
 
+@dataclass
+class Parsed:
+    """Nodes and pods parsed by one load, for the next load of mostly the same dicts (the
+    controller's two snapshots of a cycle, which differ in a few in-flight pods): by the dict's
+    identity, each entry keeps its dict alive (so the identity stays its own) with the result
+    and the InputErrors its parse reported. A pod's entry also holds the node it ran on and the
+    priority classes it was read with, so a changed node or class is read afresh."""
+
+    entries: dict[tuple[Any, ...], tuple[dict[str, Any], Any, tuple[InputError, ...]]] = field(
+        default_factory=dict
+    )
+
+    def get(self, b: LoadContext, raw: dict[str, Any], key: tuple[Any, ...], read: Any) -> Any:
+        hit = self.entries.get(key)
+        if hit is not None and hit[0] is raw:
+            b.errors.extend(hit[2])
+            return hit[1]
+        found = len(b.errors)
+        value = read()
+        self.entries[key] = (raw, value, tuple(b.errors[found:]))
+        return value
+
+
 def snapshot_from_objects(
     objects: Iterable[dict[str, Any]],
     scheduler_name: str = "solver-sched",
     default_cooldown: timedelta = timedelta(minutes=10),
+    parsed: Parsed | None = None,
 ) -> ClusterSnapshot:
+    """``parsed``: reuse what an earlier load of the same dicts parsed (see ``Parsed``)."""
     with gc_paused():
-        return _snapshot(objects, scheduler_name, default_cooldown)
+        return _snapshot(objects, scheduler_name, default_cooldown, parsed or Parsed())
 
 
 def _snapshot(
-    objects: Iterable[dict[str, Any]], scheduler_name: str, default_cooldown: timedelta
+    objects: Iterable[dict[str, Any]],
+    scheduler_name: str,
+    default_cooldown: timedelta,
+    parsed: Parsed,
 ) -> ClusterSnapshot:
     b = LoadContext(scheduler_name, default_cooldown)
     by_kind: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for obj in objects:
         by_kind[str(obj.get("kind", ""))].append(obj)
     read_priority_classes(b, by_kind["PriorityClass"])
-    nodes = {n.name: n for raw in by_kind["Node"] if (n := node_from(b, raw)) is not None}
-    pods = {p.name: p for raw in by_kind["Pod"] if (p := pod_from(b, raw, nodes)) is not None}
+    classes = (b.default_priority, tuple(sorted(b.priority_classes.items())))
+    nodes: dict[str, Node] = {}
+    for raw in by_kind["Node"]:
+        n = parsed.get(b, raw, ("node", id(raw)), partial(node_from, b, raw))
+        if n is not None:
+            nodes[n.name] = n
+    pods: dict[str, Pod] = {}
+    for raw in by_kind["Pod"]:
+        spec = raw.get("spec")
+        on = nodes.get(str(spec.get("nodeName") or "")) if isinstance(spec, dict) else None
+        key = ("pod", id(raw), id(on), classes)
+        p = parsed.get(b, raw, key, partial(pod_from, b, raw, nodes))
+        if p is not None:
+            pods[p.name] = p
     quota = quota_tree(b, by_kind["ElasticQuotaTree"])
     groups = pod_groups(b, by_kind["PodGroup"])
     pytorch = pytorch_jobs(b, by_kind["PyTorchJob"])

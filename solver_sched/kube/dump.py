@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import yaml
@@ -29,5 +30,14 @@ def dump_cluster(kubeconfig: str | None, out: Path) -> int:
                 (obj.get("metadata") or {}).pop(key, None)
             items.append(obj)
     doc = {"apiVersion": "v1", "kind": "List", "items": items}
-    out.write_text(yaml.safe_dump(doc, sort_keys=False))
+    with out.open("w") as f:
+        if out.suffix == ".json":  # what `kubectl get -o json` writes; the fastest to read back
+            json.dump(doc, f, indent=2)
+        else:  # libyaml's emitter when PyYAML has it: the pure one takes minutes at 10,000 nodes
+            yaml.dump(doc, f, Dumper=_YAML_DUMPER, sort_keys=False)
     return len(items)
+
+
+_YAML_DUMPER: type[yaml.SafeDumper | yaml.CSafeDumper] = getattr(
+    yaml, "CSafeDumper", yaml.SafeDumper
+)

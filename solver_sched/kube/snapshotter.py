@@ -7,7 +7,7 @@ from typing import Any
 
 from solver_sched.config.schema import SchedulerConfig
 from solver_sched.domain.snapshot import ClusterSnapshot
-from solver_sched.io.kube_snapshot import snapshot_from_objects
+from solver_sched.io.kube_snapshot import Parsed, snapshot_from_objects
 from solver_sched.kube.assume import Assumed, InFlight
 from solver_sched.kube.resources import CONFIG_MAPS, LAST_SCALE
 from solver_sched.kube.store import ObjectStore, object_key
@@ -71,10 +71,13 @@ def take_snapshots(
     flight the two are the same snapshot, parsed once."""
     cooldown = config.settings.cooldown
     inflight = assumed.snapshot()
-    plan_on = snapshot_from_objects(planning_objects(store, inflight), scheduler_name, cooldown)
+    parsed = Parsed()  # the second snapshot reads again only the pods in flight
+    plan_on = snapshot_from_objects(
+        planning_objects(store, inflight), scheduler_name, cooldown, parsed
+    )
     if not inflight:
         return plan_on, plan_on
-    return plan_on, snapshot_from_objects(cluster_objects(store), scheduler_name, cooldown)
+    return plan_on, snapshot_from_objects(cluster_objects(store), scheduler_name, cooldown, parsed)
 
 
 def live_pods(store: ObjectStore) -> dict[str, tuple[str, str | None]]:

@@ -96,3 +96,12 @@ def test_negative_coefficients_round_towards_the_original_upper_bound() -> None:
     con = m.constraints[0]
     kept = [p for p in _points(m) if _meets(con.terms, p, con.lo, con.hi)]
     assert kept and all(_meets(terms, p, None, hi) for p in kept)
+
+
+def test_an_objective_term_names_one_of_the_two_bands() -> None:
+    m = _model([1])
+    m.term("guaranteed", "g", [(0, 2)])
+    m.term("elastic", "e", [(0, 1)])
+    with pytest.raises(ValueError, match="no band 'elastik'"):
+        m.term("elastik", "e", [(0, 1)])
+    assert (list(m.guaranteed), list(m.elastic)) == (["g"], ["e"])

@@ -16,7 +16,7 @@ from solver_sched.domain.affinity import Taint
 from solver_sched.domain.cluster import PodPhase, SizePolicy
 from solver_sched.domain.quota import IMPLICIT_QUEUE
 from solver_sched.domain.snapshot import ClusterSnapshot
-from solver_sched.io.kube_snapshot import snapshot_from_objects
+from solver_sched.io.kube_snapshot import Parsed, snapshot_from_objects
 from tests.support.builders import gang, node, pod, pod_group, quota_tree
 
 GPU, CPU, MEM, PODS = res.GPU, res.CPU, res.MEMORY, res.PODS
@@ -961,3 +961,35 @@ def test_finished_pod_with_bad_request_holds_nothing() -> None:
     p = pod("done", node_name="n1", phase="Succeeded", cpu="lots")
     s = snap(node("n1"), p)
     assert not s.pods["default/done"].bound and "default/done" not in s.jobs
+
+
+# -- a second load of mostly the same dicts (the controller's two snapshots of a cycle) ------
+
+
+def test_a_second_load_reuses_what_the_first_parsed_and_reads_changed_dicts_again() -> None:
+    objs = [node("n1"), node("n2"), *gang("g", 2, running_on=["n1"]), pod("bad", cpu="lots")]
+    parsed = Parsed()
+    first = snapshot_from_objects(objs, parsed=parsed)
+    moved = copy.deepcopy(objs[4])  # g-worker-1, now bound (an in-flight bind)
+    moved["spec"]["nodeName"] = "n2"
+    read = len(parsed.entries)  # two nodes, three pods
+    second = snapshot_from_objects([*objs[:4], moved, objs[5]], parsed=parsed)
+    assert (read, len(parsed.entries)) == (5, 6)  # only the moved pod was read again
+    assert second.nodes["n1"] is first.nodes["n1"]
+    assert (
+        first.pods["default/g-worker-1"].node_name,
+        second.pods["default/g-worker-1"].node_name,
+    ) == (None, "n2")
+    assert second.errors == first.errors != ()  # the bad pod's error is reported by both loads
+    fresh = snapshot_from_objects([*objs[:4], moved, objs[5]])
+    assert second == fresh
+
+
+def test_a_pod_is_read_again_when_its_node_changed() -> None:
+    """The pod's cluster comes from its node's label: a new node dict means a new read."""
+    objs = [node("n1"), pod("p", node_name="n1")]
+    parsed = Parsed()
+    assert snapshot_from_objects(objs, parsed=parsed).pods["default/p"].cluster == "default"
+    relabelled = node("n1", labels={"solver-sched.io/cluster": "east"})
+    again = snapshot_from_objects([relabelled, objs[1]], parsed=parsed)
+    assert again.pods["default/p"].cluster == "east"

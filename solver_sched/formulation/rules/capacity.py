@@ -31,5 +31,5 @@ def add(problem: Problem, model: LinearModel, v: Vars) -> None:
                     if q and (cid, r) in use:
                         use[(cid, r)].append((v.y[j][k], -q))
     for (cid, r), terms in sorted(use.items()):
-        cap = problem.class_capacity[cid].get(r, 0)
+        cap = problem.class_capacity[cid][r]  # every resource a shape requests (classes.py)
         model.add(f"cap[{cid},{r}]", terms, None, cap)

@@ -32,7 +32,7 @@ def add(problem: Problem, model: LinearModel, v: Vars) -> None:
         if jm.starting and problem.gang_start:
             w = problem.gang_start * jm.tier_weight
             model.term("guaranteed", "gang_start", [(y, w) for y in ys[1:]])
-        if jm.starting and jm.waiting_hours:
+        if jm.waiting_hours:  # only a starting job has waited (formulation/jobs.py)
             w = problem.waiting_weight * jm.waiting_hours
             model.term("guaranteed", "waiting", [(y, w) for y in ys[1:]])
         if jm.running_ok:

@@ -22,7 +22,7 @@ def add(problem: Problem, model: LinearModel, v: Vars) -> dict[str, int]:
 
     def trigger(key: str) -> int | None:
         if key not in fired:
-            starters = problem.triggers.get(key, ())
+            starters = problem.triggers.get(key)
             if not starters:
                 return None
             t = model.var(f"fires[{key}]", 0, 1)

@@ -22,10 +22,10 @@ from solver_sched.formulation.variables import Vars
 
 def _usage(problem: Problem, v: Vars, members: tuple[int, ...], r: str) -> Terms:
     return [
-        (v.y[j][k], o.usage.get(r, 0))
+        (v.y[j][k], q)
         for j in members
         for k, o in enumerate(problem.jobs[j].options)
-        if o.usage.get(r, 0)
+        if (q := o.usage.get(r))
     ]
 
 
@@ -36,9 +36,7 @@ def add(problem: Problem, model: LinearModel, v: Vars) -> None:
                 model.add(f"quota[{row.queue},{r}]", _usage(problem, v, row.jobs, r), None, cap)
         for r, floor in sorted(row.floor.items()):
             if r != MAX_JOBS and floor > 0:
-                model.add(
-                    f"quota_min[{row.queue},{r}]", _usage(problem, v, row.jobs, r), floor, None
-                )
+                model.add(f"quota_min[{row.queue},{r}]", _usage(problem, v, row.jobs, r), lo=floor)
         if (r_u := v.u.get(index)) is not None:
             covered = [
                 (v.y[j][k], -o.guaranteed_gpus)

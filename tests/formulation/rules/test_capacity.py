@@ -2,6 +2,7 @@
 
 import pytest
 
+from solver_sched.formulation.rules import capacity
 from tests.support.builders import (
     assert_solver_decided,
     gang,
@@ -12,6 +13,7 @@ from tests.support.builders import (
     snapshot,
     workers_after,
 )
+from tests.support.rule_model import RuleModel, rule_model
 
 BACKENDS = ["cpsat", "milp", "greedy"]
 
@@ -120,3 +122,117 @@ def test_nodes_and_pods_of_exabytes_still_plan_with_the_solver(backend: str) -> 
     assert_solver_decided(result)
     after = workers_after(snap, result.plan)
     assert after == {"default/g": 10, "default/h": 0}  # 7 per node: room for 14 of 1Ei
+
+
+# -- the rows alone (rules/capacity.py on a LinearModel, values fixed) -----------------------
+
+
+def _two_shapes() -> RuleModel:
+    """One 8-GPU node: a 4-GPU pod (a) and 2-GPU pods (b, min 1, max 3), each fits on its own."""
+    return rule_model(
+        snapshot(
+            node("n", gpus=8, cpu="64"),
+            gang("a", 1, gpus=4),
+            gang("b", 3, gpus=2, min_member=1, max_member=3),
+        ),
+        capacity.add,
+    )
+
+
+@pytest.mark.parametrize(("b_pods", "ok"), [(2, True), (3, False)])
+def test_pods_of_all_shapes_share_a_class_capacity(b_pods: int, ok: bool) -> None:
+    rm = _two_shapes()
+    assign = {rm.x("default/a-worker-0", "n"): 1, rm.x("default/b-worker-0", "n"): b_pods}
+    assert rm.violated(assign) == ([] if ok else ["cap[0,nvidia.com/gpu]"])
+
+
+def test_every_resource_a_pod_requests_has_a_row() -> None:
+    """Two shapes of 3 cores and 1 GPU on an 8-core node: three pods fit the GPUs, not the cores."""
+    rm = rule_model(
+        snapshot(
+            node("n", gpus=8, cpu="8"),
+            gang("g", 2, gpus=1, cpu="3", memory="8Gi"),
+            gang("h", 1, gpus=1, cpu="3", memory="4Gi"),
+        ),
+        capacity.add,
+    )
+    assert rm.rows("cap[") == [
+        "cap[0,cpu]",
+        "cap[0,memory]",
+        "cap[0,nvidia.com/gpu]",
+        "cap[0,pods]",
+    ]
+    g, h = rm.x("default/g-worker-0", "n"), rm.x("default/h-worker-0", "n")
+    assert rm.violated({g: 2}) == []
+    assert rm.violated({g: 2, h: 1}) == ["cap[0,cpu]"]
+
+
+@pytest.mark.parametrize(("size", "ok"), [(4, False), (2, True)])
+def test_a_scale_in_frees_room_for_a_pending_pod(size: int, ok: bool) -> None:
+    """An elastic job runs 4 x 1 GPU on an 8-GPU node; a pending 6-GPU pod fits only when the
+    scale-in to 2 releases two GPUs in that class."""
+    rm = rule_model(
+        snapshot(
+            node("n", gpus=8),
+            gang("e", 4, gpus=1, min_member=2, max_member=4, running_on=["n"] * 4),
+            gang("p", 1, gpus=6),
+        ),
+        capacity.add,
+    )
+    assign = {rm.x("default/p-worker-0", "n"): 1, f"y[default/e,{size}]": 1}
+    assert ("cap[0,nvidia.com/gpu]" not in rm.violated(assign)) is ok
+
+
+def test_a_class_sums_its_nodes() -> None:
+    """Two identical free nodes form one class of 16 GPUs: 4 pods of 4 GPUs, no more."""
+    rm = rule_model(
+        snapshot(
+            node("n1", gpus=8), node("n2", gpus=8), gang("g", 5, gpus=4, min_member=1, max_member=5)
+        ),
+        capacity.add,
+    )
+    x = rm.x("default/g-worker-0", "n1")
+    assert x == rm.x("default/g-worker-0", "n2")
+    assert rm.violated({x: 4}) == []
+    assert "cap[0,nvidia.com/gpu]" in rm.violated({x: 5})
+
+
+@pytest.mark.parametrize("backend", ["cpsat", "milp"])
+def test_the_solver_fills_a_node_greedy_fragments(backend: str) -> None:
+    """One 8-GPU node, pods of 5, 4 and 4 GPUs: greedy starts a (5) first and then fits neither
+    b nor c; the optimum starts b and c and uses all eight GPUs. With capacity rows missing,
+    the solver would start all three and packing would undo its plan."""
+    snap = snapshot(
+        node("n", gpus=8), gang("a", 1, gpus=5), gang("b", 1, gpus=4), gang("c", 1, gpus=4)
+    )
+    result = plan(snap, backend)
+    assert (result.violations, result.chosen) == ([], backend)
+    assert_solver_decided(result)
+    assert workers_after(snap, result.plan) == {"default/a": 0, "default/b": 1, "default/c": 1}
+    assert workers_after(snap, plan(snap, "greedy").plan)["default/a"] == 1
+
+
+@pytest.mark.parametrize(("size", "ok"), [(4, False), (3, True)])
+def test_a_full_node_has_only_the_room_evictions_release(size: int, ok: bool) -> None:
+    rm = rule_model(
+        snapshot(
+            node("n", gpus=4),
+            gang("e", 4, gpus=1, min_member=1, max_member=4, running_on=["n"] * 4),
+            gang("p", 1, gpus=1),
+        ),
+        capacity.add,
+    )
+    assert rm.problem.class_capacity[0].get("nvidia.com/gpu", 0) == 0
+    assign = {rm.x("default/p-worker-0", "n"): 1, f"y[default/e,{size}]": 1}
+    assert ("cap[0,nvidia.com/gpu]" not in rm.violated(assign)) is ok
+
+
+def test_rows_only_for_resources_pending_pods_request() -> None:
+    """Running pods also hold a NIC; the pending ones do not ask for one: no row for it."""
+    running = gang("e", 2, min_member=1, max_member=2, running_on=["n"] * 2)
+    for obj in running[1:]:
+        obj["spec"]["containers"][0]["resources"]["limits"]["example.com/nic"] = "1"
+    nic_node = node("n", gpus=8)
+    nic_node["status"]["allocatable"]["example.com/nic"] = "4"
+    rm = rule_model(snapshot(nic_node, running, gang("p", 1)), capacity.add)
+    assert not any("example.com/nic" in r for r in rm.rows("cap["))

@@ -2,7 +2,17 @@
 
 import pytest
 
-from tests.support.builders import gang, node, other, plan, snapshot, workers_after
+from solver_sched.formulation.rules import gang as gang_rule
+from tests.support.builders import (
+    assert_solver_decided,
+    gang,
+    node,
+    other,
+    plan,
+    snapshot,
+    workers_after,
+)
+from tests.support.rule_model import RuleModel, rule_model
 
 BACKENDS = ["cpsat", "milp", "greedy"]
 
@@ -64,3 +74,73 @@ def test_gang_never_spans_clusters(backend: str) -> None:
     assert after["default/g"] == 0  # 2 + 2 GPUs exist, but never on one cluster
     assert after["default/h"] == 2
     assert len({b.node for b in result.plan.binds}) == 1
+
+
+# -- the rows alone (rules/gang.py on a LinearModel, values fixed) ---------------------------
+
+
+def _gangs() -> RuleModel:
+    return rule_model(
+        snapshot(node("n", gpus=8), gang("a", 1, gpus=4), gang("b", 3, gpus=1, min_member=2)),
+        gang_rule.add,
+    )
+
+
+@pytest.mark.parametrize(
+    ("sizes", "ok"),
+    [
+        pytest.param({"y[default/a,1]": 1, "y[default/b,0]": 1}, True, id="one-option-each"),
+        pytest.param({"y[default/a,1]": 1}, False, id="a-job-without-an-option"),
+        pytest.param(
+            {"y[default/a,0]": 1, "y[default/a,1]": 1, "y[default/b,0]": 1}, False, id="two-options"
+        ),
+    ],
+)
+def test_each_job_ends_at_exactly_one_option(sizes: dict[str, int], ok: bool) -> None:
+    rm = _gangs()
+    x = {rm.x("default/a-worker-0", "n"): sizes.get("y[default/a,1]", 0)}
+    bad = [r for r in rm.violated({**sizes, **x}) if r.startswith("gang[")]
+    assert (bad == []) is ok
+
+
+@pytest.mark.parametrize(("bound", "ok"), [(1, False), (2, True), (3, False)])
+def test_every_pod_of_the_chosen_size_is_placed_and_no_more(bound: int, ok: bool) -> None:
+    rm = _gangs()
+    sizes = {"y[default/a,0]": 1, "y[default/b,2]": 1}
+    bad = rm.violated({**sizes, rm.x("default/b-worker-0", "n"): bound})
+    assert (bad == []) is ok
+    assert ok or f"place[{rm.problem.shape_of['default/b-worker-0']}]" in bad
+
+
+def test_the_pods_of_a_size_between_options_cannot_be_placed() -> None:
+    """Power-of-two sizes 2 and 4 (min 2): a plan placing 3 of the pods meets no option."""
+    rm = rule_model(
+        snapshot(
+            node("n", gpus=8),
+            gang("p", 4, min_member=2, max_member=4, size_policy="power-of-two"),
+        ),
+        gang_rule.add,
+    )
+    assert [o.size for o in rm.problem.jobs[0].options] == [0, 2, 4]
+    x = rm.x("default/p-worker-0", "n")
+    for y in ("y[default/p,2]", "y[default/p,4]"):
+        assert rm.violated({y: 1, x: 3}) != []
+    assert rm.violated({"y[default/p,4]": 1, x: 4}) == []
+
+
+@pytest.mark.parametrize("backend", ["cpsat", "milp"])
+def test_the_solver_packs_two_gangs_where_greedy_places_one(backend: str) -> None:
+    """Two 4-GPU nodes. Greedy takes gang a first (two 3-GPU pods, one per node) and then has no
+    room for b (two 2-GPU pods) or c (one 4-GPU pod); the optimum starts b and c instead."""
+    snap = snapshot(
+        node("n1", gpus=4),
+        node("n2", gpus=4),
+        gang("a", 2, gpus=3),
+        gang("b", 2, gpus=2),
+        gang("c", 1, gpus=4),
+    )
+    result = plan(snap, backend)
+    assert (result.violations, result.chosen) == ([], backend)
+    assert_solver_decided(result)
+    assert workers_after(snap, result.plan) == {"default/a": 0, "default/b": 2, "default/c": 1}
+    assert workers_after(snap, plan(snap, "greedy").plan)["default/a"] == 2  # greedy's own plan

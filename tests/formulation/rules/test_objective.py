@@ -8,6 +8,8 @@ from solver_sched.config.schema import (
     SchedulerConfig,
     config_from_mapping,
 )
+from solver_sched.formulation.problem import JobModel
+from solver_sched.formulation.rules import objective
 from tests.support.builders import (
     config,
     gang,
@@ -18,6 +20,7 @@ from tests.support.builders import (
     snapshot,
     workers_after,
 )
+from tests.support.rule_model import RuleModel, rule_model
 
 
 def test_terms_are_named_and_valued() -> None:
@@ -261,3 +264,109 @@ def test_explicit_priority_tiers_apply() -> None:
     snap = snapshot(node("a", gpus=4), gang("low", 4, priority=0), gang("high", 2, priority=600))
     result = plan(snap, cfg=cfg)
     assert result.terms["guaranteed[priority=600]"] == 2 * 10000
+
+
+# -- the terms alone (rules/objective.py on a LinearModel, values fixed) ---------------------
+
+
+def _mixed(cfg: SchedulerConfig | None = None) -> RuleModel:
+    """Node a runs a rigid gang (r, 2 x 2 GPUs) and an elastic one (e, 1 GPU, 2..4 running 4);
+    on node b a 2-GPU pod of another scheduler; g (2 x 4 GPUs, priority 100) waits."""
+    return rule_model(
+        snapshot(
+            node("a", gpus=8),
+            node("b", gpus=8),
+            other("x", "b", 2),
+            gang("r", 2, gpus=2, running_on=["a"] * 2),
+            gang("e", 4, min_member=2, max_member=4, running_on=["a"] * 4),
+            gang("g", 2, gpus=4, priority=100, created="2026-01-01T09:30:00Z"),
+        ),
+        objective.add,
+        cfg=cfg,
+    )
+
+
+def _job(rm: RuleModel, name: str) -> JobModel:
+    return next(jm for jm in rm.problem.jobs if jm.name == name)
+
+
+KEEP = {"y[default/r,2]": 1, "y[default/e,4]": 1}
+
+
+def test_guaranteed_work_is_worth_its_tier_per_unit() -> None:
+    rm = _mixed()
+    g = _job(rm, "default/g")
+    terms = rm.terms({**KEEP, "y[default/g,2]": 1})
+    assert terms["guaranteed[priority=100]"] == g.tier_weight * 8  # 2 pods x 4 GPUs
+    assert terms["guaranteed[priority=0]"] == _job(rm, "default/r").tier_weight * (2 * 2 + 2)
+    assert g.tier_weight > _job(rm, "default/r").tier_weight  # the higher priority weighs more
+    assert rm.terms(KEEP)["guaranteed[priority=100]"] == 0
+
+
+def test_elastic_pods_and_their_evictions() -> None:
+    rm = _mixed()
+    w = config().weights
+    assert rm.terms(KEEP)["elastic"] == w.elastic * 2  # e's pods 3 and 4
+    shrunk = rm.terms({"y[default/r,2]": 1, "y[default/e,2]": 1})
+    assert (shrunk["elastic"], shrunk["elastic_eviction"]) == (0, -w.elastic_eviction * 2)
+
+
+def test_breaking_a_running_gang_costs_its_penalty() -> None:
+    rm = _mixed()
+    terms = rm.terms({"y[default/r,0]": 1, "y[default/e,4]": 1})
+    assert terms["gang_break"] == -config().weights.gang_break
+    assert rm.terms(KEEP)["gang_break"] == 0
+
+
+def test_a_starting_gang_is_worth_the_hours_it_waited() -> None:
+    rm = _mixed()
+    assert _job(rm, "default/g").waiting_hours == 2  # created 09:30, now 12:00
+    assert rm.terms({**KEEP, "y[default/g,2]": 1})["waiting"] == config().weights.waiting * 2
+    assert rm.terms(KEEP)["waiting"] == 0
+
+
+def test_the_start_bonus_is_worth_its_weight_in_the_gangs_tier() -> None:
+    rm = _mixed(config_from_mapping({"weights": {"gangStart": 2, "tierFactor": 4}}, "test"))
+    tier = _job(rm, "default/g").tier_weight
+    assert rm.terms({**KEEP, "y[default/g,2]": 1})["gang_start"] == 2 * tier
+
+
+def test_packing_prefers_the_fuller_node() -> None:
+    """g's pods on node b (6 GPUs free) or on a class with all 8 free: the fuller one scores."""
+    rm = rule_model(
+        snapshot(node("a", gpus=8), node("b", gpus=8), other("x", "b", 2), gang("g", 1, gpus=4)),
+        objective.add,
+    )
+    on_b = rm.terms({"y[default/g,1]": 1, rm.x("default/g-worker-0", "b"): 1})["packing"]
+    on_a = rm.terms({"y[default/g,1]": 1, rm.x("default/g-worker-0", "a"): 1})["packing"]
+    w = config().weights.packing
+    assert (on_b, on_a) == (-w * 4 * 6, -w * 4 * 8)
+
+
+def test_one_guaranteed_unit_outweighs_any_elastic_band() -> None:
+    """band * G + E: starting g (guaranteed) beats keeping e's elastic pods, whatever E."""
+    rm = _mixed()
+    start = {"y[default/r,2]": 1, "y[default/e,2]": 1, "y[default/g,2]": 1}
+    assert rm.objective(start) > rm.objective(KEEP)
+    terms = rm.terms(start)
+    g = sum(terms[n] for n in rm.model.guaranteed)
+    e = sum(terms[n] for n in rm.model.elastic)
+    assert rm.objective(start) == rm.problem.band * g + e
+    assert rm.model.band == rm.problem.band > abs(e)
+
+
+def test_each_term_is_in_its_band() -> None:
+    rm = _mixed(config_from_mapping({"weights": {"gangStart": 2, "tierFactor": 4}}, "test"))
+    guaranteed = {"guaranteed[priority=0]", "guaranteed[priority=100]", "gang_start", "waiting"}
+    assert set(rm.model.guaranteed) == guaranteed | {"gang_break"}
+    assert set(rm.model.elastic) == {"elastic", "elastic_eviction", "packing"}
+
+
+def test_a_pod_without_gpus_adds_nothing_to_packing() -> None:
+    rm = rule_model(
+        snapshot(node("a", gpus=8), gang("c", 1, gpus=0), gang("g", 1, gpus=1)), objective.add
+    )
+    assign = {"y[default/c,1]": 1, rm.x("default/c-worker-0", "a"): 1}
+    assert rm.terms(assign)["packing"] == 0
+    assign |= {"y[default/g,1]": 1, rm.x("default/g-worker-0", "a"): 1}
+    assert rm.terms(assign)["packing"] == -config().weights.packing * 1 * 8

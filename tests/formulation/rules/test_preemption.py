@@ -3,6 +3,7 @@ evictions, highest replica index first, never evicting for a job the plan does n
 
 import pytest
 
+from solver_sched.formulation.rules import preemption
 from tests.support.builders import (
     config,
     gang,
@@ -12,6 +13,7 @@ from tests.support.builders import (
     snapshot,
     workers_after,
 )
+from tests.support.rule_model import RuleModel, rule_model
 
 BACKENDS = ["cpsat", "milp", "greedy"]
 
@@ -137,3 +139,124 @@ def test_evictions_are_minimal(backend: str) -> None:
         "default/el": 4,
         "default/high": 2,
     }
+
+
+# -- the rows alone (rules/preemption.py on a LinearModel, values fixed) ---------------------
+
+HIGH, LOW, E = "y[default/high,4]", "y[default/low,0]", "y[default/e,2]"
+
+
+def _contested(high_priority: int = 1000) -> RuleModel:
+    """Node a runs a rigid gang (low) and an elastic one (e, 2..4); a gang (high) waits."""
+    return rule_model(
+        snapshot(
+            node("a", gpus=8),
+            gang("low", 4, running_on=["a"] * 4, priority=0),
+            gang("e", 4, min_member=2, max_member=4, running_on=["a"] * 4, priority=0),
+            gang("high", 4, priority=high_priority),
+        ),
+        preemption.add,
+    )
+
+
+@pytest.mark.parametrize(
+    ("assign", "ok"),
+    [
+        pytest.param({LOW: 1}, False, id="break-without-a-start"),
+        pytest.param({LOW: 1, "fires[prio:(none):0]": 1}, False, id="trigger-without-its-start"),
+        pytest.param({LOW: 1, HIGH: 1, "fires[prio:(none):0]": 1}, True, id="break-for-a-start"),
+        pytest.param({HIGH: 1}, True, id="start-without-a-break"),
+    ],
+)
+def test_a_running_gang_breaks_only_for_a_higher_priority_start(
+    assign: dict[str, int], ok: bool
+) -> None:
+    assert (_contested().violated(assign) == []) is ok
+
+
+def test_no_trigger_means_no_break() -> None:
+    """An elastic job that may grow is in the model, but with no gang waiting nothing licenses
+    breaking it or scaling it in: its rows are y[e,0] <= 0 and y[e,2] + y[e,3] <= 0."""
+    rm = rule_model(
+        snapshot(
+            node("a", gpus=8),
+            gang("e", 6, min_member=2, max_member=6, running_on=["a"] * 4, priority=0),
+        ),
+        preemption.add,
+    )
+    assert [n for n in rm.model.names if n.startswith("fires")] == []
+    assert rm.violated({"y[default/e,0]": 1}) == ["break[default/e]"]
+    assert rm.violated({"y[default/e,2]": 1}) == ["shrink[default/e]"]
+    assert rm.violated({"y[default/e,6]": 1}) == []
+
+
+def test_an_equal_priority_gang_licenses_no_break() -> None:
+    rm = _contested(high_priority=0)
+    assert "fires[prio:(none):0]" not in rm.model.names
+    assert "y[default/low,0]" not in rm.model.names  # unbreakable: left out, its pods fixed
+
+
+@pytest.mark.parametrize(
+    ("assign", "ok"),
+    [
+        pytest.param({E: 1}, False, id="scale-in-without-a-start"),
+        pytest.param({E: 1, "fires[any]": 1}, False, id="any-trigger-without-a-start"),
+        pytest.param({E: 1, HIGH: 1, "fires[any]": 1}, True, id="scale-in-for-a-start"),
+        pytest.param({"y[default/e,3]": 1, HIGH: 1, "fires[any]": 1}, True, id="to-three"),
+    ],
+)
+def test_an_elastic_job_scales_in_only_for_a_starting_gang(
+    assign: dict[str, int], ok: bool
+) -> None:
+    assert (_contested(high_priority=0).violated(assign) == []) is ok
+
+
+def test_a_higher_priority_gang_of_another_queue_licenses_no_break() -> None:
+    tree = quota_tree(
+        {
+            "name": "root",
+            "children": [
+                {"name": "qa", "namespaces": ["team-a"]},
+                {"name": "qb", "namespaces": ["team-b"]},
+            ],
+        }
+    )
+    rm = rule_model(
+        snapshot(
+            node("a", gpus=4),
+            tree,
+            gang("low", 4, namespace="team-a", running_on=["a"] * 4, priority=0),
+            gang("high", 4, namespace="team-b", priority=1000),
+        ),
+        preemption.add,
+    )
+    assert not any(n.startswith("fires[prio:") for n in rm.model.names)
+    assert "y[team-a/low,0]" not in rm.model.names  # no trigger reaches it: left out
+
+
+def test_a_partial_gang_is_free_to_change() -> None:
+    """Rule 8: a partial gang (2 of min 4 running) has no break or shrink row."""
+    rm = rule_model(
+        snapshot(node("a", gpus=8), gang("part", 4, running_on=["a"] * 2)), preemption.add
+    )
+    assert rm.model.constraints == []
+    assert rm.violated({"y[default/part,0]": 1}) == []
+
+
+def test_a_trigger_fires_or_not() -> None:
+    rm = _contested()
+    fires = rm.model.names.index("fires[prio:(none):0]")
+    assert (rm.model.lb[fires], rm.model.ub[fires]) == (0, 1)
+
+
+@pytest.mark.parametrize(("size", "ok"), [(1, False), (2, True)])
+def test_scaling_in_to_one_pod_needs_a_start_too(size: int, ok: bool) -> None:
+    """min 1, running 2, room to grow to 4: keeping 2 needs nothing, going to 1 needs a start."""
+    rm = rule_model(
+        snapshot(
+            node("a", gpus=8),
+            gang("e", 4, min_member=1, max_member=4, running_on=["a"] * 2),
+        ),
+        preemption.add,
+    )
+    assert (rm.violated({f"y[default/e,{size}]": 1}) == []) is ok

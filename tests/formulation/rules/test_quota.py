@@ -4,6 +4,7 @@ from typing import Any
 
 import pytest
 
+from solver_sched.formulation.rules import quota as quota_rule
 from tests.support.builders import (
     assert_solver_decided,
     gang,
@@ -13,6 +14,7 @@ from tests.support.builders import (
     snapshot,
     workers_after,
 )
+from tests.support.rule_model import RuleModel, rule_model
 
 BACKENDS = ["cpsat", "milp", "greedy"]
 
@@ -268,3 +270,126 @@ def test_an_invalid_parent_holds_its_subtree_and_nothing_else(backend: str) -> N
     assert workers_after(snap, result.plan) == {"team-a/a": 0, "team-b/b": 2}
     held = next(j for j in result.plan.jobs if j.name == "team-a/a")
     assert held.reason.startswith("queue org-a is invalid:") and "8 > max 4" in held.reason
+
+
+# -- the rows alone (rules/quota.py on a LinearModel, values fixed) --------------------------
+
+
+def _queued(a: dict[str, Any], *objs: Any) -> RuleModel:
+    return rule_model(snapshot(node("n", gpus=16), tree(a, {}), *objs), quota_rule.add)
+
+
+@pytest.mark.parametrize(("sizes", "ok"), [((4, 0), True), ((4, 2), False), ((0, 2), True)])
+def test_a_queue_max_caps_the_usage_of_its_jobs(sizes: tuple[int, int], ok: bool) -> None:
+    rm = _queued(
+        {"max": {"nvidia.com/gpu": "5"}},
+        gang("g1", 4, namespace="team-a"),
+        gang("g2", 2, namespace="team-a"),
+    )
+    assign = {f"y[team-a/g1,{sizes[0]}]": 1, f"y[team-a/g2,{sizes[1]}]": 1}
+    bad = rm.violated(assign)
+    assert ("quota[team-a,nvidia.com/gpu]" not in bad) is ok
+    assert "quota[org,nvidia.com/gpu]" not in bad  # the parent's max (64) has room
+
+
+def test_a_parent_max_caps_its_leaves_together() -> None:
+    rm = rule_model(
+        snapshot(
+            node("n", gpus=16),
+            tree({}, {}, root_max="6"),
+            gang("a", 4, namespace="team-a"),
+            gang("b", 4, namespace="team-b"),
+        ),
+        quota_rule.add,
+    )
+    both = rm.violated({"y[team-a/a,4]": 1, "y[team-b/b,4]": 1})
+    assert {"quota[org,nvidia.com/gpu]", "quota[root,nvidia.com/gpu]"} <= set(both)
+    assert rm.violated({"y[team-a/a,4]": 1, "y[team-b/b,0]": 1}) == []
+
+
+@pytest.mark.parametrize(("running", "ok"), [(1, True), (2, False)])
+def test_max_jobs_counts_running_jobs(running: int, ok: bool) -> None:
+    rm = _queued(
+        {"max": {"kube-queue/max-jobs": "1"}},
+        gang("g1", 2, namespace="team-a"),
+        gang("g2", 2, namespace="team-a"),
+    )
+    assign = {"y[team-a/g1,2]": 1, f"y[team-a/g2,{2 if running == 2 else 0}]": 1}
+    assert ("quota[team-a,kube-queue/max-jobs]" not in rm.violated(assign)) is ok
+
+
+def _borrowing() -> RuleModel:
+    """team-b borrows (min 4, running 8 in two gangs); team-a (min 8) is idle and submits 4."""
+    return rule_model(
+        snapshot(
+            node("n", gpus=8),
+            tree({"min": {"nvidia.com/gpu": "8"}}, {"min": {"nvidia.com/gpu": "4"}}),
+            gang("b1", 4, namespace="team-b", running_on=["n"] * 4),
+            gang("b2", 4, namespace="team-b", running_on=["n"] * 4),
+            gang("a1", 4, namespace="team-a"),
+        ),
+        quota_rule.add,
+    )
+
+
+@pytest.mark.parametrize(
+    ("b1", "b2", "ok"), [(4, 4, True), (0, 4, True), (4, 0, True), (0, 0, False)]
+)
+def test_a_borrowing_queue_keeps_its_min(b1: int, b2: int, ok: bool) -> None:
+    rm = _borrowing()
+    assign = {f"y[team-b/b1,{b1}]": 1, f"y[team-b/b2,{b2}]": 1, "y[team-a/a1,4]": 1}
+    assert ("quota_min[team-b,nvidia.com/gpu]" not in rm.violated(assign)) is ok
+
+
+@pytest.mark.parametrize(("used", "ok"), [(4, True), (5, False)])
+def test_the_min_in_use_counts_only_guaranteed_gpus_placed(used: int, ok: bool) -> None:
+    rm = _borrowing()
+    assign = {"y[team-a/a1,4]": 1, "y[team-b/b1,4]": 1, "y[team-b/b2,4]": 1, "u[team-a]": used}
+    assert ("quota_min_used[team-a]" not in rm.violated(assign)) is ok
+    assert rm.model.ub[rm.model.names.index("u[team-a]")] == 4  # what team-a's jobs can hold
+    assert rm.terms(assign)["quota_min"] == rm.problem.quota_min_weight * used
+
+
+@pytest.mark.parametrize("backend", SOLVERS)
+def test_the_solver_fills_a_queue_max_greedy_fragments(backend: str) -> None:
+    """team-a may use 8 GPUs: greedy starts a (5 GPUs) first and then neither b nor c fits
+    under the max; the optimum starts b and c (8 GPUs). Without the quota rows the solver
+    would start all three (13 GPUs) and the checker would reject its plan."""
+    snap = snapshot(
+        node("n", gpus=16),
+        tree({"max": {"nvidia.com/gpu": "8"}}, {}),
+        gang("a", 1, gpus=5, namespace="team-a"),
+        gang("b", 1, gpus=4, namespace="team-a"),
+        gang("c", 1, gpus=4, namespace="team-a"),
+    )
+    result = plan(snap, backend)
+    assert (result.violations, result.chosen) == ([], backend)
+    assert_solver_decided(result)
+    assert workers_after(snap, result.plan) == {"team-a/a": 0, "team-a/b": 1, "team-a/c": 1}
+
+
+@pytest.mark.parametrize(
+    ("min_b", "rows"),
+    [
+        pytest.param("1", ["quota_min[team-b,nvidia.com/gpu]"], id="floor-of-one"),
+        pytest.param("4", ["quota_min[team-b,nvidia.com/gpu]"], id="floor-of-four"),
+        pytest.param("0", [], id="no-min-no-floor"),
+    ],
+)
+def test_a_floor_row_only_where_a_borrowing_queue_has_min_to_keep(
+    min_b: str, rows: list[str]
+) -> None:
+    """team-b runs 8 GPUs (two gangs); its floor is its min, kept against team-a's reclaim."""
+    rm = rule_model(
+        snapshot(
+            node("n", gpus=8),
+            tree({"min": {"nvidia.com/gpu": "8"}}, {"min": {"nvidia.com/gpu": min_b, "cpu": "0"}}),
+            gang("b1", 4, namespace="team-b", running_on=["n"] * 4),
+            gang("b2", 4, namespace="team-b", running_on=["n"] * 4),
+            gang("a1", 4, namespace="team-a"),
+        ),
+        quota_rule.add,
+    )
+    assert rm.rows("quota_min[") == rows
+    both_broken = {"y[team-b/b1,0]": 1, "y[team-b/b2,0]": 1, "y[team-a/a1,4]": 1}
+    assert (rm.violated(both_broken) == []) is (rows == [])
