@@ -167,3 +167,50 @@ def test_non_string_kind_does_not_crash(tmp_path: Path, text: str) -> None:
     path.write_text(text)
     with contextlib.suppress(InputFileError):  # rejecting the file is fine; crashing is not
         load_objects([path])
+
+
+# -- large dumps: JSON item by item, in chunks, slimmed --------------------------------------
+
+
+@pytest.mark.parametrize("chunk", [97, 4096, 1 << 24])
+@pytest.mark.parametrize("profile", ["kubectl", "managed"])
+def test_a_kubectl_dump_reads_as_the_whole_document_would(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int, profile: str
+) -> None:
+    """Chunk boundaries fall inside strings, numbers and objects: every item still comes out
+    whole, slimmed to what the models read, and the snapshot is the same."""
+    from benchmarks.kubectl_dump import write_dump
+    from solver_sched.io import files
+    from solver_sched.io.kube_snapshot import snapshot_from_objects
+    from solver_sched.io.slim import slim
+
+    path = tmp_path / "dump.json"
+    write_dump(path, 12, seed=3, profile=profile)
+    monkeypatch.setattr(files, "CHUNK", chunk)
+    streamed = load_objects([path])
+    whole = json.loads(path.read_text())["items"]
+    assert streamed == [slim(o) for o in whole]
+    assert all("managedFields" not in o["metadata"] for o in streamed)
+    assert snapshot_from_objects(streamed) == snapshot_from_objects(whole)
+
+
+_N1 = '{"kind": "Node", "metadata": {"name": "n1"}}'
+_P1 = '{"kind": "Pod", "metadata": {"name": "p1"}}'
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param(f"{_N1}\n{_P1}", id="two-objects-in-a-row"),
+        pytest.param(f'{{"items": [{_N1}, {_P1}], "kind": "List"}}', id="kind-after-items"),
+        pytest.param(
+            "{kind: List, items: [{kind: Node, metadata: {name: n1}},"
+            " {kind: Pod, metadata: {name: p1}}]}",
+            id="yaml-flow-style",
+        ),
+    ],
+)
+def test_json_like_files(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "objs.json"
+    path.write_text(text)
+    assert _kinds_and_names(load_objects([path])) == [("Node", "n1"), ("Pod", "p1")]

@@ -167,15 +167,20 @@ def test_every_resource_a_pod_requests_has_a_row() -> None:
     assert rm.violated({g: 2, h: 1}) == ["cap[0,cpu]"]
 
 
-@pytest.mark.parametrize(("size", "ok"), [(4, False), (2, True)])
-def test_a_scale_in_frees_room_for_a_pending_pod(size: int, ok: bool) -> None:
-    """An elastic job runs 4 x 1 GPU on an 8-GPU node; a pending 6-GPU pod fits only when the
-    scale-in to 2 releases two GPUs in that class."""
+@pytest.mark.parametrize(
+    ("gpus", "pending", "size", "ok"),
+    [(8, 6, 4, False), (8, 6, 3, False), (8, 6, 2, True), (4, 1, 4, False), (4, 1, 3, True)],
+)
+def test_a_scale_in_frees_room_for_a_pending_pod(
+    gpus: int, pending: int, size: int, ok: bool
+) -> None:
+    """An elastic job runs 4 x 1 GPU; the pending pod fits only in what the scale-in releases
+    in that class: on an 8-GPU node a 6-GPU pod needs two back, on a full 4-GPU node one."""
     rm = rule_model(
         snapshot(
-            node("n", gpus=8),
-            gang("e", 4, gpus=1, min_member=2, max_member=4, running_on=["n"] * 4),
-            gang("p", 1, gpus=6),
+            node("n", gpus=gpus),
+            gang("e", 4, gpus=1, min_member=1, max_member=4, running_on=["n"] * 4),
+            gang("p", 1, gpus=pending),
         ),
         capacity.add,
     )
@@ -210,21 +215,6 @@ def test_the_solver_fills_a_node_greedy_fragments(backend: str) -> None:
     assert_solver_decided(result)
     assert workers_after(snap, result.plan) == {"default/a": 0, "default/b": 1, "default/c": 1}
     assert workers_after(snap, plan(snap, "greedy").plan)["default/a"] == 1
-
-
-@pytest.mark.parametrize(("size", "ok"), [(4, False), (3, True)])
-def test_a_full_node_has_only_the_room_evictions_release(size: int, ok: bool) -> None:
-    rm = rule_model(
-        snapshot(
-            node("n", gpus=4),
-            gang("e", 4, gpus=1, min_member=1, max_member=4, running_on=["n"] * 4),
-            gang("p", 1, gpus=1),
-        ),
-        capacity.add,
-    )
-    assert rm.problem.class_capacity[0].get("nvidia.com/gpu", 0) == 0
-    assign = {rm.x("default/p-worker-0", "n"): 1, f"y[default/e,{size}]": 1}
-    assert ("cap[0,nvidia.com/gpu]" not in rm.violated(assign)) is ok
 
 
 def test_rows_only_for_resources_pending_pods_request() -> None:
