@@ -9,6 +9,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+from solver_sched.cli import fleet as fleet_cli
 from solver_sched.cli import simulate
 from solver_sched.config.schema import ConfigError, SchedulerConfig, load_config
 from solver_sched.cycle import BACKENDS, run_cycle
@@ -37,6 +38,13 @@ def _parser() -> argparse.ArgumentParser:
     w.add_argument("-o", "--output", choices=("table", "json"), default="table")
     w.add_argument("--now", type=_now, help="RFC 3339 clock for cooldowns (default: now)")
     w.add_argument("--scheduler-name", help="schedulerName of pods we may bind")
+    w.add_argument(
+        "--member",
+        action="append",
+        default=[],
+        metavar="NAME=FILE",
+        help="fleet what-if: a member's nodes and pods (repeat); the files are then the hub's",
+    )
     r = sub.add_parser("run", help="schedule a live cluster (the secondary scheduler)")
     r.add_argument(
         "--kubeconfig",
@@ -65,6 +73,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--eviction-grace-seconds", type=int, default=None)
     r.add_argument("--config", type=Path, help="initial config before the ConfigMap is read")
     r.add_argument("-v", "--verbose", action="store_true")
+    fleet_cli.add_parser(sub)
     demo = sub.add_parser("demo", help="the seed scenarios live on a local API server")
     demo.add_argument("--testenv", type=Path, default=Path(".cache/bin/kube-testenv"))
     simulate.add_parser(sub)
@@ -87,6 +96,8 @@ def main(argv: list[str] | None = None) -> int:
         return _run(args)
     if args.command == "dump":
         return _dump(args)
+    if args.command == "fleet":
+        return fleet_cli.run(args)
     if args.command == "simulate":
         return simulate.run(args)
     if args.command == "demo":
@@ -157,8 +168,10 @@ def _whatif(args: argparse.Namespace) -> int:
         print(f"solver-sched: {exc}", file=sys.stderr)
         return 2
     name = args.scheduler_name or config.settings.scheduler_name
-    snapshot = snapshot_from_objects(objects, name, config.settings.cooldown)
     now = args.now or datetime.now(UTC)
+    if args.member:
+        return fleet_cli.whatif(args, objects, config, name, now)
+    snapshot = snapshot_from_objects(objects, name, config.settings.cooldown)
     result = run_cycle(snapshot, config, now, args.solver, args.time_limit)
     print(to_json_text(result, snapshot) if args.output == "json" else to_table(result, snapshot))
     if result.violations:
