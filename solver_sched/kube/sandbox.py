@@ -31,6 +31,7 @@ CLUSTER_SCOPED = {
     "CustomResourceDefinition",
     "ClusterRole",
     "ClusterRoleBinding",
+    "Cluster",
 }
 PLURALS = {
     "Node": "nodes",
@@ -53,6 +54,9 @@ PLURALS = {
     "Service": "services",
     "Event": "events",
     "Job": "jobs",
+    "Secret": "secrets",
+    "Cluster": "clusters",
+    "PropagationPolicy": "propagationpolicies",
 }
 
 
