@@ -373,7 +373,11 @@ class FleetController:
                     troubled[(job.key, job.placement.generation)] = why
         self.timers.update(troubled)
         for job in sorted(fleet.jobs.values(), key=lambda j: j.key):
-            if job.invalid or job.finished or job.placement is None:
+            if job.invalid or job.finished:
+                continue
+            if job.placement is None:
+                if job.graceful_from:  # not placed again yet: the old copy stays its grace
+                    self._graceful(job, fleet, None)
                 continue
             try:
                 self._placed(job, fleet, objects, troubled)
@@ -416,7 +420,7 @@ class FleetController:
             elif current is not None:
                 self._writer(p.cluster).delete(current)  # type: ignore[union-attr]
             return
-        if p.graceful_from:
+        if job.graceful_from:
             self._graceful(job, fleet, current)
         key = (job.key, p.generation)
         why = troubled.get(key)
@@ -450,8 +454,8 @@ class FleetController:
 
     def _graceful(self, job: HubJob, fleet: FleetSnapshot, current: Any) -> None:
         """Gracefully: the old copy goes once the new one runs (or after gracePeriodSeconds)."""
-        assert job.placement is not None and job.policy is not None
-        old = job.placement.graceful_from
+        assert job.policy is not None
+        old = job.graceful_from
         first = self._graceful_since.setdefault(old, time.monotonic())
         runs = current is not None and (
             current.conditions.get("Running") == "True"

@@ -23,7 +23,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -221,7 +220,7 @@ class TrainingOperator:
             raise RuntimeError(f"training-operator exited; see {self.log}")
         try:
             url = f"http://127.0.0.1:{self.probe_port}/readyz"
-            with urllib.request.urlopen(url, timeout=1) as resp:  # noqa: S310 (loopback)
+            with urllib.request.urlopen(url, timeout=1) as resp:
                 return bool(resp.status == 200)
         except OSError:
             return False
@@ -229,6 +228,10 @@ class TrainingOperator:
     def stop(self) -> None:
         _stop(self.proc)
         self.proc = None
+
+
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
 
 
 def _stop(proc: subprocess.Popen[Any] | None) -> None:
@@ -291,13 +294,12 @@ class Member:
 
     def cluster_objects(self) -> list[dict[str, Any]]:
         """The hub's view of this member: a Karmada Cluster and its Secret (token, caBundle)."""
-        b64 = lambda s: base64.b64encode(s.encode()).decode()  # noqa: E731
         return [
             {
                 "apiVersion": "v1",
                 "kind": "Secret",
                 "metadata": {"name": self.name, "namespace": SECRETS_NAMESPACE},
-                "data": {"token": b64(self.server.token), "caBundle": b64(self.server.ca)},
+                "data": {"token": _b64(self.server.token), "caBundle": _b64(self.server.ca)},
             },
             {
                 "apiVersion": "cluster.karmada.io/v1alpha1",

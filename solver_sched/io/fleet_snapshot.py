@@ -74,7 +74,6 @@ class Placement:
     generation: int
     nodes: Mapping[str, str]  # replica pod suffix -> member node reserved at dispatch
     withdrawing: bool = False  # Directly/Immediately: the copy is being deleted first
-    graceful_from: str = ""  # Gracefully: "member/copy" kept until the new copy runs
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +90,7 @@ class HubJob:
     replicas: tuple[tuple[str, int], ...]  # (replica type, count), master first
     finished: str = ""  # "Succeeded" or "Failed" once the job is over for good
     invalid: str | None = None
+    graceful_from: str = ""  # Gracefully: "member/copy" kept until the new copy runs
 
     @property
     def ref(self) -> dict[str, Any]:
@@ -194,7 +194,10 @@ def build_fleet(
         stale[m.name] = tuple(
             c for c in mine if c.name not in current and not _kept(c, by_uid.get(c.uid))
         )
-        objects += _member_objects(m, current, bool(stale[m.name]), node_member, copy_pods)
+        # pods of a finished job (workers still up after the master succeeded) or of one the
+        # fleet cannot judge take capacity only: they are no job of the queue any more
+        active = {n: j for n, j in current.items() if not j.finished and not j.invalid}
+        objects += _member_objects(m, active, bool(stale[m.name]), node_member, copy_pods)
     synthetic: dict[str, tuple[str, str]] = {}
     for job in jobs.values():
         if job.invalid or job.finished:
@@ -382,14 +385,13 @@ def _hub_job(
             invalid = invalid or _err(
                 errors, obj, f"metadata.annotations[{ANN_NODES}]", f"not JSON: {exc}"
             )
-        mode = anns.get(ANN_FAILOVER, "")
         placement = Placement(
             cluster=cluster,
             generation=generation,
             nodes={str(k): str(v) for k, v in nodes.items()},
-            withdrawing=mode == WITHDRAWING,
-            graceful_from=mode.removeprefix("graceful:") if mode.startswith("graceful:") else "",
+            withdrawing=anns.get(ANN_FAILOVER, "") == WITHDRAWING,
         )
+    mode = anns.get(ANN_FAILOVER, "")
     failed = tuple(c for c in anns.get(ANN_FAILED, "").split(",") if c)
     return HubJob(
         key=f"{ns}/{name}",
@@ -404,6 +406,7 @@ def _hub_job(
         replicas=replicas,
         finished=_finished(raw, policy),
         invalid=invalid,
+        graceful_from=mode.removeprefix("graceful:") if mode.startswith("graceful:") else "",
     )
 
 
@@ -563,9 +566,7 @@ def _kept(c: Copy, job: HubJob | None) -> bool:
     new copy runs), and any copy of a hub job the fleet cannot judge (invalid policy or job)."""
     if job is None:
         return False
-    if job.invalid:
-        return True
-    return job.placement is not None and job.placement.graceful_from == c.key
+    return bool(job.invalid) or job.graceful_from == c.key
 
 
 def _member_objects(

@@ -140,7 +140,14 @@ def pod(name: str, node_name: str | None, gpus: int = 1, namespace: str = "defau
             "nodeName": node_name,
             "schedulerName": "default-scheduler",
             "containers": [
-                {"name": "c", "resources": {"requests": {"cpu": "1", "nvidia.com/gpu": str(gpus)}}}
+                {
+                    "name": "c",
+                    "image": "busybox",
+                    "resources": {
+                        "requests": {"cpu": "1", "nvidia.com/gpu": str(gpus)},
+                        "limits": {"nvidia.com/gpu": str(gpus)},
+                    },
+                }
             ],
         },
         "status": {"phase": "Running" if node_name else "Pending"},
