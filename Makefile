@@ -52,9 +52,11 @@ whatif: $(STAMP)
 	  $(BIN)/solver-sched whatif models/$$s.yaml --now $(NOW) || exit $$?; \
 	done
 
+# lint-imports checks the import contracts (layers, the pure core) in pyproject.toml.
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy solver_sched benchmarks
+	$(BIN)/lint-imports --no-cache --no-logo
 
 unit: $(STAMP)
 	$(BIN)/pytest -m "not integration"
@@ -63,4 +65,4 @@ test: lint $(TESTENV) $(OPERATOR)
 	$(BIN)/pytest
 
 clean:
-	rm -rf $(VENV) .cache .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .cache .pytest_cache .mypy_cache .ruff_cache .import_linter_cache

@@ -21,8 +21,8 @@ from solver_sched.domain.snapshot import ClusterSnapshot
 from solver_sched.formulation.build import Built, build
 from solver_sched.formulation.prepare import prepare
 from solver_sched.formulation.problem import Problem
-from solver_sched.formulation.state import PlanState
 from solver_sched.formulation.values import to_values
+from solver_sched.placement.state import PlanState
 from solver_sched.planning.check import check
 from solver_sched.planning.diff import diff
 from solver_sched.planning.pack import minimize_evictions, pack

@@ -498,9 +498,9 @@ def test_pod_may_bind_to_a_node_overcommitted_on_a_resource_it_does_not_request(
 
 @pytest.mark.xfail(
     strict=True,
-    reason="KNOWN WEAKNESS: prepare._fit counts a growing gang's own running pods as evictable "
-    "room and rules/capacity sums free GPUs over a node class, so the model completes gang a "
-    "with a 4-GPU pod into 2+2 free GPUs on two nodes; packing repairs it (a evicted), the "
+    reason="KNOWN WEAKNESS: classes.shape_fit counts a growing gang's own running pods as "
+    "evictable room and rules/capacity sums free GPUs over a node class, so the model completes "
+    "gang a with a 4-GPU pod into 2+2 free GPUs on two nodes; packing repairs it (a evicted), the "
     "solver's plan ends below greedy's and the cycle silently emits greedy's plan "
     "while reporting OPTIMAL (bound 1403992, emitted objective 467892)",
 )

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from solver_sched.formulation.build import Built
-from solver_sched.formulation.prepare import ANY_START
 from solver_sched.formulation.problem import Problem
 
 
@@ -49,6 +48,6 @@ def to_values(
         )
         values[var] = min(model.ub[var], used)
     for key, var in built.triggers.items():
-        starters = problem.triggers.get(key if key != ANY_START else ANY_START, ())
+        starters = problem.triggers.get(key, ())
         values[var] = int(any(run[h] for h in starters))
     return values

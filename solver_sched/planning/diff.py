@@ -7,7 +7,7 @@ from datetime import datetime
 from solver_sched.domain.plan import BindPod, EvictJob, JobOutcome, Plan
 from solver_sched.domain.snapshot import ClusterSnapshot
 from solver_sched.formulation.sizes import change_to
-from solver_sched.formulation.state import PlanState
+from solver_sched.placement.state import PlanState
 from solver_sched.planning.explain import explain
 
 

@@ -9,7 +9,7 @@ from solver_sched.domain.cluster import Job
 from solver_sched.domain.quota import MAX_JOBS
 from solver_sched.formulation.problem import JobModel
 from solver_sched.formulation.sizes import change_to
-from solver_sched.formulation.state import PlanState
+from solver_sched.placement.state import PlanState
 
 
 def explain(st: PlanState, job: Job, jm: JobModel | None, planned: int, now: datetime) -> str:

@@ -15,7 +15,7 @@ from solver_sched.domain import resources as res
 from solver_sched.domain.cluster import Pod
 from solver_sched.domain.snapshot import ClusterSnapshot
 from solver_sched.formulation.problem import Problem
-from solver_sched.formulation.state import Chooser, PlanState
+from solver_sched.placement.state import Chooser, PlanState
 from solver_sched.solvers.result import Assignment
 
 

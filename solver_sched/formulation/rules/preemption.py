@@ -11,8 +11,8 @@ Partial gangs and jobs at a size the policy no longer allows are free to change 
 from __future__ import annotations
 
 from solver_sched.formulation.linear import LinearModel
-from solver_sched.formulation.prepare import ANY_START
 from solver_sched.formulation.problem import Problem
+from solver_sched.formulation.triggers import ANY_START
 from solver_sched.formulation.variables import Vars
 
 

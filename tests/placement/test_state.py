@@ -2,7 +2,7 @@
 a scale-in takes."""
 
 from solver_sched.formulation.prepare import prepare
-from solver_sched.formulation.state import PlanState
+from solver_sched.placement.state import PlanState
 from tests.support.builders import NOW, config, gang, node, quota_tree, snapshot
 
 

@@ -11,9 +11,9 @@ from solver_sched.domain import resources as res
 from solver_sched.domain.cluster import Pod
 from solver_sched.domain.quota import MAX_JOBS
 from solver_sched.domain.snapshot import ClusterSnapshot
-from solver_sched.formulation.nodes import NodeState
 from solver_sched.formulation.problem import Problem
 from solver_sched.formulation.sizes import change_to
+from solver_sched.placement.nodes import NodeState
 
 Chooser = Callable[[Pod, str], "str | None"]  # (pod, cluster) -> node
 

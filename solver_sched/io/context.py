@@ -1,0 +1,51 @@
+"""What one load shares: the scheduler's name and default cooldown, the priority classes, and the
+InputErrors found so far; pydantic validation and quantities that report into it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from solver_sched.domain.snapshot import InputError
+from solver_sched.io.quantity import parse_quantity
+
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass
+class LoadContext:
+    scheduler_name: str
+    cooldown: timedelta
+    errors: list[InputError] = field(default_factory=list)
+    priority_classes: dict[str, int] = field(default_factory=dict)
+    default_priority: int = 0
+
+    def error(self, obj: str, fld: str, msg: str) -> str:
+        self.errors.append(InputError(obj, fld, msg))
+        return f"{obj}: {fld}: {msg}"
+
+
+def parse(b: LoadContext, model: type[M], raw: dict[str, Any]) -> M | None:
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        meta = raw.get("metadata")
+        meta = meta if isinstance(meta, dict) else {}
+        name = "/".join(str(x) for x in (meta.get("namespace"), meta.get("name")) if x)
+        for err in exc.errors()[:3]:
+            loc = ".".join(str(p) for p in err["loc"])
+            b.error(f"{raw.get('kind', 'object')} {name or '(unnamed)'}", loc, err["msg"])
+        return None
+
+
+def quantities(b: LoadContext, obj: str, fld: str, values: dict[str, Any]) -> dict[str, int] | str:
+    out = {}
+    for name, value in values.items():
+        try:
+            out[name] = parse_quantity(value, name)
+        except ValueError as exc:
+            return b.error(obj, f"{fld}.{name}", str(exc))
+    return out

@@ -1,0 +1,209 @@
+"""Gangs: which pods form a job, and the job's min, max, priority and scaling from the PodGroup
+that defines it (scheduler-plugins, Volcano or ``scheduling.k8s.io``), a Kubeflow job, or a
+lone pod."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import replace
+from datetime import timedelta
+from typing import Any
+
+from solver_sched.domain.cluster import Job, Pod, PodPhase
+from solver_sched.io.context import LoadContext, parse
+from solver_sched.io.job_annotations import ANN, job_scaling
+from solver_sched.io.kubeflow import (
+    KUBEFLOW_JOB_LABEL,
+    kubeflow_job,
+    no_guaranteed_pod,
+    pytorch_range,
+)
+from solver_sched.io.objects import PodGroupObj, PodObj, PyTorchJobObj
+
+SP_GROUPS = ("scheduling.x-k8s.io", "scheduling.sigs.k8s.io")
+SP_LABEL = "scheduling.x-k8s.io/pod-group"
+SP_LABEL_OLD = "pod-group.scheduling.sigs.k8s.io"
+VOLCANO_GROUP = "scheduling.volcano.sh"
+VOLCANO_ANN = "scheduling.k8s.io/group-name"
+K8S_GROUP = "scheduling.k8s.io"
+
+
+def pod_groups(
+    b: LoadContext, raws: list[dict[str, Any]]
+) -> dict[tuple[str, str, str], PodGroupObj]:
+    """PodGroups of every API by (API group, namespace, name)."""
+    groups = {}
+    for raw in raws:
+        pg = parse(b, PodGroupObj, raw)
+        if pg:
+            ns = pg.metadata.namespace or "default"
+            groups[(_api_group(pg.api_version), ns, pg.metadata.name)] = pg
+    return groups
+
+
+def _api_group(api_version: str) -> str:
+    return api_version.split("/")[0] if "/" in api_version else ""
+
+
+def group_key(p: PodObj) -> str | None:
+    """`kind:ns/group` the pod joins, from the three PodGroup APIs or a Kubeflow job label."""
+    ns = p.metadata.namespace or "default"
+    labels, anns = p.metadata.labels, p.metadata.annotations
+    if SP_LABEL in labels:
+        return f"sp:{ns}/{labels[SP_LABEL]}"
+    if SP_LABEL_OLD in labels:
+        return f"sp:{ns}/{labels[SP_LABEL_OLD]}"
+    if VOLCANO_ANN in anns:
+        return f"volcano:{ns}/{anns[VOLCANO_ANN]}"
+    if p.spec.scheduling_group is not None:
+        return f"k8s:{ns}/{p.spec.scheduling_group.pod_group_name}"
+    if KUBEFLOW_JOB_LABEL in labels:
+        return f"kubeflow:{ns}/{labels[KUBEFLOW_JOB_LABEL]}"
+    return None
+
+
+def jobs_from(
+    b: LoadContext,
+    pods: dict[str, Pod],
+    groups: dict[tuple[str, str, str], PodGroupObj],
+    pytorch: dict[tuple[str, str], PyTorchJobObj],
+) -> dict[str, Job]:
+    members: dict[str, list[Pod]] = defaultdict(list)
+    succeeded: dict[str, int] = defaultdict(int)
+    for pod in pods.values():
+        if not pod.terminated and not pod.terminating:
+            members[pod.job].append(pod)
+        elif pod.phase is PodPhase.SUCCEEDED:
+            succeeded[pod.job] += 1
+    jobs: dict[str, Job] = {}
+    for key, plist in sorted(members.items()):
+        if not any(p.scheduler_name == b.scheduler_name for p in plist):
+            continue  # another scheduler's gang: its pods only consume capacity
+        plist.sort(key=lambda p: p.order)
+        job = _job(b, key, plist, groups, pytorch)
+        if succeeded.get(key):
+            job = replace(job, succeeded=succeeded[key])
+        if job.name in jobs:
+            job = replace(job, name=f"{job.name}#{key.split(':')[0]}")
+        jobs[job.name] = job
+    return jobs
+
+
+def _job(
+    b: LoadContext,
+    key: str,
+    plist: list[Pod],
+    groups: dict[tuple[str, str, str], PodGroupObj],
+    pytorch: dict[tuple[str, str], PyTorchJobObj],
+) -> Job:
+    first = plist[0]
+    created = min((p.created for p in plist if p.created), default=None)
+    base: dict[str, Any] = dict(
+        namespace=first.namespace,
+        pods=tuple(p.name for p in plist),
+        priority=max(p.priority for p in plist),
+        cooldown=b.cooldown,
+        created=created,
+        cluster=None,
+    )
+    job = _job_definition(b, key, plist, groups, pytorch, base)
+    bad_pod = next((p.invalid for p in plist if p.invalid), None)
+    if bad_pod and not job.invalid:
+        return replace(job, invalid=bad_pod)
+    return job
+
+
+def _job_definition(
+    b: LoadContext,
+    key: str,
+    plist: list[Pod],
+    groups: dict[tuple[str, str, str], PodGroupObj],
+    pytorch: dict[tuple[str, str], PyTorchJobObj],
+    base: dict[str, Any],
+) -> Job:
+    first = plist[0]
+    if ":" not in key:
+        return Job(name=key, source=f"Pod {key}", **base)
+    kind, _, ref = key.partition(":")
+    ns, _, group = ref.partition("/")
+    name = f"{ns}/{group}"
+    if kind == "kubeflow":  # no PodGroup
+        return kubeflow_job(b, name, pytorch.get((ns, group)), len(plist), base)
+    api = {"sp": SP_GROUPS, "volcano": (VOLCANO_GROUP,), "k8s": (K8S_GROUP,)}[kind]
+    pg = next((groups[(g, ns, group)] for g in api if (g, ns, group) in groups), None)
+    if pg is None:
+        return Job(
+            name=name,
+            source=f"pods of PodGroup {name}",
+            min_pods=len(plist),
+            max_pods=len(plist),
+            invalid=b.error(
+                f"PodGroup {name}", "metadata.name", f"not found (referenced by pod {first.name})"
+            ),
+            **base,
+        )
+    return _from_podgroup(b, kind, pg, name, base, pytorch)
+
+
+def _from_podgroup(
+    b: LoadContext,
+    kind: str,
+    pg: PodGroupObj,
+    name: str,
+    base: dict[str, Any],
+    pytorch: dict[tuple[str, str], PyTorchJobObj],
+) -> Job:
+    obj = f"PodGroup {name}"
+    if kind == "k8s":
+        gang = (pg.spec.scheduling_policy or {}).get("gang") or {}
+        min_member, fld = gang.get("minCount"), "spec.schedulingPolicy.gang.minCount"
+    else:
+        min_member, fld = pg.spec.min_member, "spec.minMember"
+    if not isinstance(min_member, int) or min_member < 1:
+        return Job(
+            name=name,
+            source=obj,
+            invalid=b.error(obj, fld, f"must be an integer >= 1, got {min_member!r}"),
+            **base,
+        )
+    anns = pg.metadata.annotations
+    max_member: int = min_member
+    pj = pytorch.get((pg.metadata.namespace or "default", pg.metadata.name))
+    invalid = None
+    if f"{ANN}max-member" not in anns and pj and pj.spec.elastic_policy:
+        min_member, max_member, src = pytorch_range(pj, min_member)
+        invalid = no_guaranteed_pod(b, pj, src, min_member)
+        if max_member < min_member and invalid is None:
+            invalid = b.error(
+                src, "spec.elasticPolicy", f"maxReplicas {max_member} < minReplicas {min_member}"
+            )
+    if f"{ANN}max-member" in anns:
+        text = anns[f"{ANN}max-member"]
+        if not text.strip().isdigit():
+            invalid = b.error(
+                obj, f"metadata.annotations[{ANN}max-member]", f"not an integer: {text!r}"
+            )
+        else:
+            max_member = int(text)
+            if max_member < min_member:
+                invalid = b.error(
+                    obj,
+                    f"metadata.annotations[{ANN}max-member]",
+                    f"{ANN}max-member {max_member} < {fld} {min_member}",
+                )
+    scaling, invalid = job_scaling(b, obj, anns, min_member, fld, invalid)
+    fields = {**base, **scaling}
+    if pg.spec.priority_class_name and pg.spec.priority_class_name in b.priority_classes:
+        fields["priority"] = b.priority_classes[pg.spec.priority_class_name]
+    if pg.metadata.creation_timestamp:
+        fields["created"] = pg.metadata.creation_timestamp
+    if pg.spec.schedule_timeout_seconds is not None and pg.spec.schedule_timeout_seconds > 0:
+        fields["schedule_timeout"] = timedelta(seconds=pg.spec.schedule_timeout_seconds)
+    return Job(
+        name=name,
+        min_pods=min_member,
+        max_pods=max_member,
+        source=obj,
+        invalid=invalid,
+        **fields,
+    )

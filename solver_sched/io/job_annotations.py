@@ -1,0 +1,54 @@
+"""The solver-sched.io annotations of the object that defines a job (a PodGroup, or a PyTorchJob
+that has none): size policy, cooldown and last scale time. A PodGroup's max-member annotation is
+read with its minMember (``gangs``)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from solver_sched.config.schema import parse_duration
+from solver_sched.domain.cluster import SizePolicy, is_power_of_two
+from solver_sched.io.context import LoadContext
+
+ANN = "solver-sched.io/"
+
+
+def job_scaling(
+    b: LoadContext, obj: str, anns: dict[str, str], min_member: int, fld: str, invalid: str | None
+) -> tuple[dict[str, Any], str | None]:
+    """size_policy, cooldown and last_scale_time from the solver-sched.io annotations of the
+    object that defines the job (a PodGroup, or a PyTorchJob that has none), and the first error."""
+    policy = SizePolicy.ANY
+    text = anns.get(f"{ANN}size-policy", "any")
+    try:
+        policy = SizePolicy(text)
+    except ValueError:
+        invalid = invalid or b.error(
+            obj,
+            f"metadata.annotations[{ANN}size-policy]",
+            f"{text!r} is not one of power-of-two, any",
+        )
+    if policy is SizePolicy.POWER_OF_TWO and not is_power_of_two(min_member) and not invalid:
+        invalid = b.error(
+            obj, fld, f"{min_member} is not a power of two ({ANN}size-policy: power-of-two)"
+        )
+    cooldown = b.cooldown
+    if f"{ANN}cooldown" in anns:
+        try:
+            cooldown = parse_duration(anns[f"{ANN}cooldown"])
+        except ValueError as exc:
+            invalid = invalid or b.error(obj, f"metadata.annotations[{ANN}cooldown]", str(exc))
+    last = None
+    if f"{ANN}last-scale-time" in anns:
+        try:
+            last = datetime.fromisoformat(anns[f"{ANN}last-scale-time"].replace("Z", "+00:00"))
+            if last.tzinfo is None:
+                raise ValueError("no time zone")
+        except ValueError:
+            invalid = invalid or b.error(
+                obj,
+                f"metadata.annotations[{ANN}last-scale-time]",
+                f"not RFC 3339: {anns[f'{ANN}last-scale-time']!r}",
+            )
+    return {"size_policy": policy, "cooldown": cooldown, "last_scale_time": last}, invalid

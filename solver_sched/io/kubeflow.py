@@ -1,0 +1,85 @@
+"""Kubeflow training jobs: a PyTorchJob's replica specs and elastic policy give its gang's min and
+max; its pods are found by the training.kubeflow.org/job-name label."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from solver_sched.domain.cluster import Job
+from solver_sched.io.context import LoadContext, parse
+from solver_sched.io.job_annotations import job_scaling
+from solver_sched.io.objects import PyTorchJobObj
+
+KUBEFLOW_JOB_LABEL = "training.kubeflow.org/job-name"
+
+
+def pytorch_jobs(
+    b: LoadContext, raws: list[dict[str, Any]]
+) -> dict[tuple[str, str], PyTorchJobObj]:
+    """PyTorchJobs by (namespace, name)."""
+    pytorch = {}
+    for raw in raws:
+        pj = parse(b, PyTorchJobObj, raw)
+        if pj:
+            pytorch[(pj.metadata.namespace or "default", pj.metadata.name)] = pj
+    return pytorch
+
+
+def kubeflow_job(
+    b: LoadContext, name: str, pj: PyTorchJobObj | None, pods: int, base: dict[str, Any]
+) -> Job:
+    """A Kubeflow job without a PodGroup: the PyTorchJob carries the annotations, if there is one;
+    without one, the job is its pods."""
+    lo, hi, src = pytorch_range(pj, pods)
+    invalid = None
+    if pj is not None:
+        # min counts the non-Worker replicas too: the field is the policy, not minReplicas
+        fld = "spec.elasticPolicy" if pj.spec.elastic_policy else "spec.pytorchReplicaSpecs"
+        invalid = no_guaranteed_pod(b, pj, src, lo)
+        scaling, invalid = job_scaling(b, src, pj.metadata.annotations, lo, fld, invalid)
+        base = {**base, **scaling}
+    return _finish(b, Job(name=name, min_pods=lo, max_pods=hi, source=src, invalid=invalid, **base))
+
+
+def pytorch_range(pj: PyTorchJobObj | None, pods: int) -> tuple[int, int, str]:
+    if pj is None:
+        return pods, pods, "pods with training.kubeflow.org/job-name"
+    src = f"PyTorchJob {pj.metadata.namespace}/{pj.metadata.name}"
+    others = sum(
+        r.replicas for t, r in pj.spec.pytorch_replica_specs.items() if t.lower() != "worker"
+    )
+    workers = sum(
+        r.replicas for t, r in pj.spec.pytorch_replica_specs.items() if t.lower() == "worker"
+    )
+    ep = pj.spec.elastic_policy
+    if ep and ep.min_replicas is not None:
+        hi = ep.max_replicas if ep.max_replicas is not None else workers
+        return others + ep.min_replicas, others + hi, src
+    return others + workers, others + workers, src
+
+
+def no_guaranteed_pod(b: LoadContext, pj: PyTorchJobObj, src: str, lo: int) -> str | None:
+    """The error for a PyTorchJob whose min leaves the gang without a pod (workers only with
+    minReplicas below 1, or no replicas at all): it is reported, not planned with a min of 0."""
+    if lo >= 1:
+        return None
+    ep = pj.spec.elastic_policy
+    if ep is not None and ep.min_replicas is not None:
+        return b.error(
+            src, "spec.elasticPolicy.minReplicas", f"leaves the gang no pod: {ep.min_replicas}"
+        )
+    return b.error(src, "spec.pytorchReplicaSpecs", "no replicas: the gang has no pod")
+
+
+def _finish(b: LoadContext, job: Job) -> Job:
+    if job.max_pods < job.min_pods and job.invalid is None:  # keep the first error
+        return replace(
+            job,
+            invalid=b.error(
+                job.source,
+                "spec.elasticPolicy",
+                f"maxReplicas {job.max_pods} < minReplicas {job.min_pods}",
+            ),
+        )
+    return job

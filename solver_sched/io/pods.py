@@ -1,0 +1,128 @@
+"""Pod objects -> ``Pod``: requests as the kubelet accounts them, node constraints, priority, keep
+order, and the gang the pod joins."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from solver_sched.domain import resources as res
+from solver_sched.domain.affinity import NodeConstraints, Requirement, Toleration
+from solver_sched.domain.cluster import DEFAULT_CLUSTER, Node, Pod, PodPhase
+from solver_sched.io.context import LoadContext, parse, quantities
+from solver_sched.io.gangs import group_key
+from solver_sched.io.objects import Container, PodObj
+
+_INDEX_LABELS = (
+    "training.kubeflow.org/replica-index",
+    "batch.kubernetes.io/job-completion-index",
+    "apps.kubernetes.io/pod-index",
+    "volcano.sh/task-index",
+)
+
+
+def _container_requests(b: LoadContext, obj: str, fld: str, c: Container) -> dict[str, int] | str:
+    limits = quantities(b, obj, f"{fld}.limits", c.resources.limits)
+    requests = quantities(b, obj, f"{fld}.requests", c.resources.requests)
+    if isinstance(limits, str):
+        return limits
+    if isinstance(requests, str):
+        return requests
+    return {**limits, **requests}  # a request defaults to its limit
+
+
+def _pod_requests(b: LoadContext, obj: str, p: PodObj) -> dict[str, int] | str:
+    """Sum of containers; init containers as the kubelet accounts them (sidecars run alongside)."""
+    main: dict[str, int] = {}
+    for i, c in enumerate(p.spec.containers):
+        r = _container_requests(b, obj, f"spec.containers[{i}].resources", c)
+        if isinstance(r, str):
+            return r
+        main = res.add(main, r)
+    sidecars: dict[str, int] = {}
+    init_peak: dict[str, int] = {}
+    for i, c in enumerate(p.spec.init_containers):
+        r = _container_requests(b, obj, f"spec.initContainers[{i}].resources", c)
+        if isinstance(r, str):
+            return r
+        if c.restart_policy == "Always":
+            sidecars = res.add(sidecars, r)
+            during = sidecars
+        else:
+            during = res.add(sidecars, r)
+        init_peak = {k: max(init_peak.get(k, 0), during.get(k, 0)) for k in {*init_peak, *during}}
+    total = res.add(main, sidecars)
+    total = {k: max(total.get(k, 0), init_peak.get(k, 0)) for k in {*total, *init_peak}}
+    overhead = quantities(b, obj, "spec.overhead", p.spec.overhead)
+    if isinstance(overhead, str):
+        return overhead
+    total = res.add(total, overhead)
+    total[res.PODS] = 1
+    return {k: v for k, v in total.items() if v}
+
+
+def _constraints(p: PodObj) -> NodeConstraints:
+    terms: list[tuple[Requirement, ...]] = []
+    aff = p.spec.affinity
+    if aff and aff.node_affinity and aff.node_affinity.required:
+        for t in aff.node_affinity.required.node_selector_terms:
+            reqs = [Requirement(e.key, e.operator, tuple(e.values)) for e in t.match_expressions]
+            reqs += [
+                Requirement(e.key, e.operator, tuple(e.values), field=True) for e in t.match_fields
+            ]
+            terms.append(tuple(reqs))
+    return NodeConstraints(
+        node_selector=tuple(sorted(p.spec.node_selector.items())),
+        required_terms=tuple(terms),
+        tolerations=tuple(
+            Toleration(t.key, t.operator, t.value, t.effect) for t in p.spec.tolerations
+        ),
+    )
+
+
+def _order(p: PodObj) -> tuple[int, int, str]:
+    labels = p.metadata.labels
+    rank = (
+        0
+        if labels.get("training.kubeflow.org/replica-type", "").lower()
+        in ("", "master", "launcher")
+        else 1
+    )
+    for key in _INDEX_LABELS:
+        if labels.get(key, "").isdigit():
+            return rank, int(labels[key]), p.metadata.name
+    m = re.search(r"(\d+)$", p.metadata.name)
+    return rank, int(m.group(1)) if m else 0, p.metadata.name
+
+
+def pod_from(b: LoadContext, raw: dict[str, Any], nodes: dict[str, Node]) -> Pod | None:
+    p = parse(b, PodObj, raw)
+    if p is None:
+        return None
+    ns = p.metadata.namespace or "default"
+    name = f"{ns}/{p.metadata.name}"
+    requests = _pod_requests(b, f"Pod {name}", p)
+    try:
+        phase = PodPhase(p.status.phase)
+    except ValueError:
+        phase = PodPhase.UNKNOWN
+    priority = p.spec.priority
+    if priority is None:
+        priority = b.priority_classes.get(p.spec.priority_class_name or "", b.default_priority)
+    return Pod(
+        name=name,
+        namespace=ns,
+        requests=requests if isinstance(requests, dict) else {res.PODS: 1},
+        job=group_key(p) or name,
+        scheduler_name=p.spec.scheduler_name,
+        node_name=p.spec.node_name,
+        cluster=node.cluster if (node := nodes.get(p.spec.node_name or "")) else DEFAULT_CLUSTER,
+        phase=phase,
+        priority=priority,
+        constraints=_constraints(p),
+        order=_order(p),
+        created=p.metadata.creation_timestamp,
+        invalid=requests if isinstance(requests, str) else None,
+        terminating=p.metadata.deletion_timestamp is not None,
+        uid=p.metadata.uid,
+    )

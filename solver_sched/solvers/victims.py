@@ -1,0 +1,247 @@
+"""Greedy's victim search: who may be taken back so that a gang can start, cheapest first.
+
+Elastic surplus of any job first (one allowed size at a time, lowest priority first), then whole
+gangs that one of the start's fired triggers lets it break. Take-backs that open no room for the
+gang's largest pod on their own are deferred, then taken as a group on one node
+(``grouped``). Queue floors are kept, except for the starting gang's own queues when the caller
+allows debt (greedy's refill settles it or rolls back).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Iterable, Iterator
+
+from solver_sched.domain import resources as res
+from solver_sched.formulation.sizes import change_to
+from solver_sched.placement.state import PlanState
+
+MAX_VICTIM_STEPS = 64  # a gang that still does not fit after this many take-backs waits
+Freed = Callable[[int, int], dict[str, int]]  # (victim, size) -> GPUs freed per node
+
+
+class Victims:
+    """Who may be taken back for a starting gang, cheapest first, with a GPU pre-check so a gang
+    that cannot fit even after every allowed victim is given up without trying placements."""
+
+    def __init__(self, st: PlanState, order: list[int]) -> None:
+        self.st = st
+        jobs = st.problem.jobs
+        low_first = list(reversed(order))
+        self.shrinkable = [
+            v
+            for v in low_first
+            if jobs[v].running_ok
+            and jobs[v].shrink_needs_start
+            and len(jobs[v].options) > 1
+            and jobs[v].options[1].size < jobs[v].current
+        ]
+        self.position = {v: i for i, v in enumerate(low_first)}
+        self.names = [jm.name for jm in jobs]
+        self.rows = {v: tuple(st.rows_of.get(v, ())) for v in low_first}
+        self.groups: dict[tuple[int, ...], list[int]] = {}  # shrinkable jobs by their queue rows
+        for v in self.shrinkable:
+            self.groups.setdefault(self.rows[v], []).append(v)
+        self.by_key: dict[str, list[int]] = {}
+        for v in low_first:
+            if jobs[v].running_ok:
+                for key in jobs[v].break_needs:
+                    self.by_key.setdefault(key, []).append(v)
+        self._merged: dict[frozenset[str], dict[tuple[int, ...], list[int]]] = {}
+        breakable = {v for vs in self.by_key.values() for v in vs}
+        self._rank = {  # breakable gang -> its place in (priority, name) order
+            v: i
+            for i, v in enumerate(sorted(breakable, key=lambda v: (jobs[v].priority, jobs[v].name)))
+        }
+        self.floor_rows = [r for r, row in enumerate(st.problem.quotas) if row.floor]
+        self.taken = False  # whether victims were taken since the shrinkable list was pruned
+        self.dirty: set[tuple[int, ...]] = set()  # queue rows of the victims taken since then
+        self.own_floor_refused = False  # the last start was refused victims by its queues' floors
+        self.smaller = {  # positive sizes a shrinkable job may take, largest first
+            v: sorted((o.size for o in jobs[v].options[1:]), reverse=True) for v in self.shrinkable
+        }
+
+    def _breakable(self, fired: frozenset[str]) -> dict[tuple[int, ...], list[int]]:
+        """Gangs that one of the fired triggers lets a start break, by queue rows (so a start
+        skips rows that give no room without visiting their jobs), lowest priority first."""
+        if fired not in self._merged:
+            union = {v for key in fired for v in self.by_key.get(key, ())}
+            groups: dict[tuple[int, ...], list[int]] = {}
+            for v in sorted(union, key=self._rank.__getitem__):
+                groups.setdefault(self.rows[v], []).append(v)
+            self._merged[fired] = groups
+        return self._merged[fired]
+
+    def start(self, j: int, target: int, fired: set[str], debt: bool = False) -> bool:
+        st, jobs = self.st, self.st.problem.jobs
+        if st.resize(j, target):
+            return True
+        if self.taken:  # sizes only go down while gangs start: a job at its smallest stays out
+            self.taken = False
+            for rows in self.dirty & self.groups.keys():  # only victims' groups changed
+                self.groups[rows] = [
+                    v for v in self.groups[rows] if st.size[jobs[v].name] > self.smaller[v][-1]
+                ]
+            self.dirty.clear()
+        delta = st.change(j, target)  # what the start adds, to the cluster and to its queues
+        need = delta.get(res.GPU, 0)
+        blocked = {r for r, _ in st.quota_blocks(j, target, first_only=False)}
+        coming = {r: delta for r in st.rows_of.get(j, ())}
+        # With debt, the floors of j's own queues may be crossed: _refill settles them or undoes.
+        own = set(coming) if debt else set()
+        at_floor = {  # queues at their min even with the start: none of their jobs may shrink
+            r for r in self.floor_rows if r not in own and st.below_floor(r, coming.get(r))
+        }
+        self.own_floor_refused = bool(at_floor.intersection(coming))
+
+        def rows_help(key: tuple[int, ...]) -> bool:
+            """Under a blocking queue only its own jobs make room; a queue at its min gives none."""
+            return (not blocked or bool(blocked.intersection(key))) and not (
+                at_floor and at_floor.intersection(key)
+            )
+
+        useful: dict[tuple[int, ...], bool] = {}  # rows_help per queue-row key, once
+
+        def useful_rows(key: tuple[int, ...]) -> bool:
+            if key not in useful:
+                useful[key] = rows_help(key)
+            return useful[key]
+
+        binds = change_to(st.snapshot, st.snapshot.jobs[jobs[j].name], target).bind
+        largest = max(binds, key=lambda p: p.requests.get(res.GPU, 0), default=None)
+        per_pod = largest.requests.get(res.GPU, 0) if largest else 0
+
+        def released(v: int, size: int) -> dict[str, int]:
+            """GPUs per node that taking v down to size frees."""
+            out: dict[str, int] = {}
+            name = jobs[v].name
+            for pod in change_to(
+                st.snapshot, st.snapshot.jobs[name], size, st.order_of(name)
+            ).evict:
+                if pod.name not in st.evicted and pod.node_name in st.nodes.free:
+                    node = pod.node_name
+                    out[node] = out.get(node, 0) + pod.requests.get(res.GPU, 0)
+            return out
+
+        may_use: dict[str, bool] = {}
+
+        def usable(node: str) -> bool:
+            """Whether the gang's largest pod may run on the node (cordon, selectors, taints,
+            the job's clusters)."""
+            if node not in may_use:
+                n = st.snapshot.nodes[node]
+                clusters = jobs[j].clusters
+                may_use[node] = (
+                    largest is not None
+                    and n.schedulable
+                    and (not clusters or n.cluster in clusters)
+                    and not largest.constraints.unmet(n.labels, n.taints, n.name)
+                )
+            return may_use[node]
+
+        def room(freed: dict[str, int]) -> list[str]:
+            """Nodes the gang may use where the freed GPUs open room for one of its pods."""
+            return [
+                n
+                for n, g in freed.items()
+                if st.nodes.free[n].get(res.GPU, 0) + g >= per_pod and usable(n)
+            ]
+
+        def frees_a_slot(v: int, size: int) -> bool:
+            """Whether taking v down to size opens room for one pod of the gang on some node
+            (large pods need their room on one node, not spread over many). While a queue still
+            blocks the start, any take-back in it helps; once none does, only node room counts."""
+            return per_pod <= 1 or still_blocked or bool(room(released(v, size)))
+
+        def steps() -> Iterator[tuple[int, int]]:
+            groups = [group for key, group in self.groups.items() if useful_rows(key)]
+            size_now, names, smaller = st.size, self.names, self.smaller
+            for v in heapq.merge(*groups, key=self.position.__getitem__):  # lowest priority first
+                if v != j and size_now[names[v]] > 0:  # running, not the gang; rows give room
+                    for size in smaller[v]:
+                        yield v, size
+            breakable = self._breakable(frozenset(fired))
+            groups = [group for key, group in breakable.items() if useful_rows(key)]
+            for v in heapq.merge(*groups, key=self._rank.__getitem__):
+                if v != j and size_now[names[v]] > 0:
+                    yield v, 0
+
+        mark = st.mark()
+        taken = 0
+        still_blocked = bool(blocked)  # queue usage changes only when a victim is taken
+        todo: Iterable[tuple[int, int, bool]] = ((v, size, False) for v, size in steps())
+        while True:
+            # Take-backs that open no room alone are retried once others were taken; if none was,
+            # those that open room on one node together are taken as a group (forced: without
+            # the room test), and the rest are retried after them.
+            deferred: list[tuple[int, int]] = []
+            taken_before = taken
+            # One allowed size at a time: take back no more than needed.
+            for v, size, forced in todo:
+                if taken >= MAX_VICTIM_STEPS:
+                    break
+                if size >= st.size[jobs[v].name]:
+                    continue
+                if not forced and not frees_a_slot(v, size):
+                    deferred.append((v, size))
+                    continue
+                # A shrink can only break a floor; refused ones cost no node work, are not counted.
+                hits = [r for r, _ in st.quota_blocks(v, size, False, coming) if r not in own]
+                if hits:
+                    self.own_floor_refused |= not set(hits).isdisjoint(coming)
+                    continue
+                taken += 1
+                if not st.resize(v, size, check_quota=False):
+                    continue
+                self.dirty.add(self.rows[v])
+                if still_blocked:
+                    still_blocked = bool(st.quota_blocks(j, target))
+                if st.nodes.gpus_free >= need and st.resize(j, target):
+                    self.taken = True
+                    return True
+            if not deferred or taken >= MAX_VICTIM_STEPS:
+                break
+            if taken > taken_before:
+                todo = [(v, size, False) for v, size in deferred]
+                continue
+            group = grouped(deferred, released, room)
+            if not group:
+                break
+            rest = [(v, size, False) for v, size in deferred if (v, size) not in group]
+            todo = [(v, size, True) for v, size in group] + rest
+        st.rollback(mark)
+        return False
+
+
+def grouped(
+    steps: list[tuple[int, int]], released: Freed, room: Callable[[dict[str, int]], list[str]]
+) -> list[tuple[int, int]]:
+    """Deferred take-backs that together open room for the gang's largest pod on a node it may
+    use (``room``: the nodes where the GPUs freed open room): every deferred victim with pods
+    there, on the node where that means the fewest breaks, then the fewest victims; each at the
+    largest deferred size that frees as much there."""
+    sizes: dict[int, list[int]] = {}
+    for v, size in steps:
+        sizes.setdefault(v, []).append(size)
+    cache: dict[tuple[int, int], dict[str, int]] = {}
+
+    def freed(v: int, size: int) -> dict[str, int]:
+        if (v, size) not in cache:
+            cache[(v, size)] = released(v, size)
+        return cache[(v, size)]
+
+    most: dict[str, int] = {}  # node -> GPUs all deferred take-backs free there
+    for v, ss in sizes.items():
+        for node, g in freed(v, min(ss)).items():
+            most[node] = most.get(node, 0) + g
+    best: tuple[tuple[int, int, str], list[tuple[int, int]]] | None = None
+    for node in room(most):
+        group = []
+        for v, ss in sizes.items():
+            top = freed(v, min(ss)).get(node, 0)
+            if top:
+                group.append((v, max(s for s in ss if freed(v, s).get(node, 0) == top)))
+        cost = (sum(size == 0 for _, size in group), len(group), node)
+        if best is None or cost < best[0]:
+            best = (cost, group)
+    return best[1] if best else []

@@ -1,0 +1,170 @@
+"""Greedy's victim search: which take-backs it tries, alone or grouped on one node, and which cost
+nothing of its step budget."""
+
+from typing import Any
+
+import pytest
+
+from solver_sched.formulation.prepare import prepare
+from solver_sched.solvers import greedy, victims
+from tests.support.builders import (
+    NOW,
+    config,
+    gang,
+    node,
+    plan,
+    pod,
+    pod_group,
+    quota_tree,
+    snapshot,
+    workers_after,
+)
+
+
+def test_victims_in_a_queue_at_its_min_do_not_use_up_the_search(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Queue a borrows (6 GPUs in use, min 4): two of its three elastic jobs may shrink, then it sits
+    # at its min. Its jobs have the lowest priority, so they are tried first; the room the new gang
+    # needs comes from the third take-back, in queue b.
+    monkeypatch.setattr(victims, "MAX_VICTIM_STEPS", 3)
+    tree = quota_tree(
+        {
+            "name": "root",
+            "children": [
+                {"name": "a", "namespaces": ["team-a"], "min": {"nvidia.com/gpu": "4"}},
+                {"name": "b", "namespaces": ["team-b"]},
+            ],
+        }
+    )
+    elastic = {"min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
+    snap = snapshot(
+        node("n", gpus=8),
+        tree,
+        *(gang(f"a{i}", 2, namespace="team-a", running_on=["n"] * 2, **elastic) for i in (1, 2, 3)),
+        gang("b1", 2, namespace="team-b", running_on=["n"] * 2, priority=10, **elastic),
+        gang("new", 3, namespace="team-b", priority=100),
+    )
+    result = plan(snap, "greedy")
+    assert result.violations == []
+    after = workers_after(snap, result.plan)
+    assert after["team-b/new"] == 3
+    assert sum(after[f"team-a/a{i}"] for i in (1, 2, 3)) == 4  # queue a keeps its min
+    assert after["team-b/b1"] == 1
+
+
+def test_once_the_quota_allows_a_start_only_take_backs_that_open_a_node_slot_are_taken() -> None:
+    # root (max 22 GPUs) holds 18; big needs one 8-GPU pod, so the quota asks for 4 GPUs back and
+    # a node for 8 GPUs. Shrinking a and b clears the quota; then breaking c or d would leave
+    # their nodes at 7 free GPUs, and only breaking g opens a slot (on n3). Before, every
+    # take-back counted while the quota had blocked the start at first: c, d and g were broken.
+    tree = quota_tree({"name": "root", "namespaces": ["default"], "max": {"nvidia.com/gpu": "22"}})
+    elastic = {"min_member": 1, "max_member": 4, "size_policy": "power-of-two"}
+    snap = snapshot(
+        node("n1", gpus=8),
+        node("n2", gpus=8),
+        node("n3", gpus=8),
+        tree,
+        gang("a", 4, running_on=["n1"] * 4, priority=0, **elastic),
+        gang("b", 4, running_on=["n2"] * 4, priority=1, **elastic),
+        gang("c", 4, running_on=["n1"] * 4, priority=5),
+        gang("d", 4, running_on=["n2"] * 4, priority=5),
+        gang("g", 2, running_on=["n3"] * 2, priority=5),
+        gang("big", 1, gpus=8, priority=100),
+    )
+    problem = prepare(snap, config().weights, config().settings, NOW)
+    st = greedy.greedy_plan(snap, problem)
+    assert st.size["default/big"] == 1
+    assert (st.size["default/c"], st.size["default/d"], st.size["default/g"]) == (4, 4, 0)
+    result = plan(snap, "greedy")
+    assert result.violations == []
+    assert workers_after(snap, result.plan)["default/big"] == 1
+
+
+@pytest.mark.parametrize("backend", ["greedy", "cpsat"])
+def test_take_backs_that_open_a_node_only_together_are_taken_together(backend: str) -> None:
+    # e1 and e2 (two 4-GPU pods each, sizes 1 or 2) both have worker 1 on a. Shrinking either
+    # frees 4 GPUs on a, too few for big's 8-GPU pod, so neither is taken alone; together they
+    # empty a.
+    elastic = {"gpus": 4, "min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
+    snap = snapshot(
+        *(node(n, gpus=8) for n in "abc"),
+        gang("e1", 2, running_on=["b", "a"], **elastic),
+        gang("e2", 2, running_on=["c", "a"], **elastic),
+        gang("big", 1, gpus=8),
+    )
+    result = plan(snap, backend)
+    assert result.violations == []
+    after = workers_after(snap, result.plan)
+    assert (after["default/big"], after["default/e1"], after["default/e2"]) == (1, 1, 1)
+    assert [b.node for b in result.plan.binds] == ["a"]
+
+
+def _pairs(*names: str, **extra: Any) -> list[dict[str, Any]]:
+    """Elastic jobs of two 4-GPU pods (sizes 1 or 2); job i has worker 0 on fillers[i] and
+    worker 1 on the shared node. Fillers are half taken by a 4-GPU priority-1000 gang."""
+    elastic = {"gpus": 4, "min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
+    objs: list[dict[str, Any]] = []
+    for name, (filler, shared) in zip(names, extra["layout"], strict=True):
+        objs += gang(f"f{name}", 1, gpus=4, running_on=[filler], priority=1000)
+        objs += gang(name, 2, running_on=[filler, shared], **elastic, **extra.get("job", {}))
+    return objs
+
+
+def test_a_group_takes_shrinks_where_breaks_would_free_no_more() -> None:
+    # e1 and e2 are also breakable (big has priority 10), but shrinking them frees as much on a.
+    snap = snapshot(
+        *(node(n, gpus=8) for n in "abc"),
+        *_pairs("e1", "e2", layout=[("b", "a"), ("c", "a")]),
+        gang("big", 1, gpus=8, priority=10),
+        gang("p0", 1, gpus=4),
+    )
+    st = greedy.greedy_plan(snap, prepare(snap, config().weights, config().settings, NOW))
+    assert (st.size["default/big"], st.size["default/e1"], st.size["default/e2"]) == (1, 1, 1)
+
+
+def test_a_group_opens_a_node_the_gang_may_use() -> None:
+    # Groups can open a (zone x) or d (zone y); big must run in zone y.
+    snap = snapshot(
+        node("a", gpus=8, labels={"zone": "x"}),
+        node("d", gpus=8, labels={"zone": "y"}),
+        *(node(n, gpus=8) for n in "bcfg"),
+        *_pairs("e1", "e2", "e3", "e4", layout=[("b", "a"), ("c", "a"), ("f", "d"), ("g", "d")]),
+        pod_group("big", min_member=1),
+        pod("big-worker-0", group="big", gpus=8, node_selector={"zone": "y"}),
+    )
+    result = plan(snap, "greedy")
+    assert result.violations == []
+    assert [b.node for b in result.plan.binds] == ["d"]
+
+
+def test_groups_open_as_many_nodes_as_the_gang_needs() -> None:
+    # big has two 8-GPU pods: a and d are each opened only by a group of two victims.
+    snap = snapshot(
+        *(node(n, gpus=8) for n in "adbcfg"),
+        *_pairs("e1", "e2", "e3", "e4", layout=[("b", "a"), ("c", "a"), ("f", "d"), ("g", "d")]),
+        gang("big", 2, gpus=8),
+    )
+    result = plan(snap, "greedy")
+    assert result.violations == []
+    assert sorted(b.node for b in result.plan.binds) == ["a", "d"]
+
+
+def test_a_victim_of_one_group_can_shrink_further_for_the_next() -> None:
+    # big's two 8-GPU pods need x and y. v (3 x 4 GPUs) helps open x at size 2, then must go to
+    # size 1 to open y with u; its smaller deferred sizes are kept after the first group.
+    el = {"gpus": 4, "min_member": 1}
+    snap = snapshot(
+        node("x", gpus=8),
+        node("y", gpus=16),
+        *(node(n, gpus=8) for n in "fgh"),
+        gang("pin", 1, gpus=8, running_on=["y"], priority=1000),
+        *(gang(f"fill_{n}", 1, gpus=4, running_on=[n], priority=1000) for n in "fgh"),
+        gang("v", 3, max_member=3, running_on=["f", "y", "x"], **el),
+        gang("w", 2, max_member=2, running_on=["g", "x"], **el),
+        gang("u", 2, max_member=2, running_on=["h", "y"], **el),
+        gang("big", 2, gpus=8, priority=10),
+    )
+    result = plan(snap, "greedy")
+    assert result.violations == []
+    assert sorted(b.node for b in result.plan.binds) == ["x", "y"]
