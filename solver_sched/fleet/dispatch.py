@@ -31,7 +31,7 @@ from solver_sched.io.fleet_snapshot import (
     HubJob,
     copy_name,
 )
-from solver_sched.io.kube_snapshot import KUBEFLOW_JOB_LABEL
+from solver_sched.io.kubeflow import KUBEFLOW_JOB_LABEL
 from solver_sched.kube.api import ApiError, KubeApi
 from solver_sched.kube.status import StatusWriter, rfc3339
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from solver_sched.io.fleet_snapshot import FleetSnapshot, HubJob
-from solver_sched.io.kube_snapshot import KUBEFLOW_JOB_LABEL
+from solver_sched.io.kubeflow import KUBEFLOW_JOB_LABEL
 
 
 def copy_pods(objects: Sequence[Mapping[str, Any]], copy: str) -> list[Mapping[str, Any]]:

@@ -38,7 +38,9 @@ from solver_sched.io.fleet_objects import (
     PropagationPolicyObj,
     ResourceSelectorModel,
 )
-from solver_sched.io.kube_snapshot import CLUSTER_LABEL, KUBEFLOW_JOB_LABEL, snapshot_from_objects
+from solver_sched.io.kube_snapshot import snapshot_from_objects
+from solver_sched.io.kubeflow import KUBEFLOW_JOB_LABEL
+from solver_sched.io.nodes import CLUSTER_LABEL
 
 ANN = "solver-sched.io/"
 ANN_CLUSTER = ANN + "cluster"  # hub job: the member it is placed in
