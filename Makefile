@@ -44,7 +44,7 @@ $(OPERATOR): $(OPERATOR_SRC)
 operator: $(OPERATOR)
 
 run: $(STAMP) $(TESTENV) $(OPERATOR)
-	$(BIN)/solver-sched demo --testenv $(TESTENV)
+	$(BIN)/solver-sched demo --testenv $(TESTENV) --operator $(OPERATOR)
 
 whatif: $(STAMP)
 	@for s in $(SEEDS); do \

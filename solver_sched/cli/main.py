@@ -76,6 +76,10 @@ def _parser() -> argparse.ArgumentParser:
     fleet_cli.add_parser(sub)
     demo = sub.add_parser("demo", help="the seed scenarios live on a local API server")
     demo.add_argument("--testenv", type=Path, default=Path(".cache/bin/kube-testenv"))
+    demo.add_argument(
+        "--operator", type=Path, default=Path(".cache/bin/training-operator"), help="for the fleet"
+    )
+    demo.add_argument("--scene", choices=("cluster", "fleet", "all"), default="all")
     simulate.add_parser(sub)
     d = sub.add_parser("dump", help="write the live cluster as a what-if input file")
     d.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"))
@@ -101,9 +105,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "simulate":
         return simulate.run(args)
     if args.command == "demo":
+        from solver_sched.fleet.demo import run_fleet_demo
         from solver_sched.kube.demo import run_demo
 
-        return run_demo(args.testenv, Path.cwd())
+        rc = run_demo(args.testenv, Path.cwd()) if args.scene != "fleet" else 0
+        if rc == 0 and args.scene != "cluster":
+            rc = run_fleet_demo(args.testenv, args.operator, Path.cwd())
+        return rc
     if args.command == "generate":
         from solver_sched.synthetic import write_cluster
 

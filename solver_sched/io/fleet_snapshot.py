@@ -17,7 +17,6 @@ current copy only take node capacity. The planner's binds of a queued job name i
 
 from __future__ import annotations
 
-import copy
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -484,7 +483,7 @@ def _job_pods(
             if p is not None and suffix in real:
                 out.append(real[suffix])
                 continue
-            spec = copy.deepcopy(template.get("spec") or {})
+            spec = dict(template.get("spec") or {})  # shallow: only top-level keys change
             spec["schedulerName"] = scheduler_name
             spec.pop("nodeName", None)
             spec.pop("priority", None)
@@ -518,15 +517,21 @@ def _job_pods(
 
 
 def _add_affinity(spec: dict[str, Any], exprs: list[dict[str, Any]]) -> None:
-    """ANDs the expressions into every required nodeSelectorTerm (terms are ORed)."""
+    """ANDs the expressions into every required nodeSelectorTerm (terms are ORed). The
+    template's own objects are copied on the way, never changed."""
     if not exprs:
         return
-    aff = spec.setdefault("affinity", {}).setdefault("nodeAffinity", {})
-    req = aff.setdefault("requiredDuringSchedulingIgnoredDuringExecution", {})
+    aff = dict(spec.get("affinity") or {})
+    node_aff = dict(aff.get("nodeAffinity") or {})
+    key = "requiredDuringSchedulingIgnoredDuringExecution"
+    req = dict(node_aff.get(key) or {})
     terms = req.get("nodeSelectorTerms") or [{}]
-    for term in terms:
-        term["matchExpressions"] = [*(term.get("matchExpressions") or []), *exprs]
-    req["nodeSelectorTerms"] = terms
+    req["nodeSelectorTerms"] = [
+        {**t, "matchExpressions": [*(t.get("matchExpressions") or []), *exprs]} for t in terms
+    ]
+    node_aff[key] = req
+    aff["nodeAffinity"] = node_aff
+    spec["affinity"] = aff
 
 
 # -- members ---------------------------------------------------------------------------------
@@ -586,14 +591,21 @@ def _member_objects(
         kind = raw.get("kind")
         meta = raw.get("metadata") or {}
         if kind == "Node":
-            node = copy.deepcopy(dict(raw))
             fleet_name = f"{m.name}/{meta.get('name')}"
             node_member[fleet_name] = (m.name, str(meta.get("name")))
-            node["metadata"]["name"] = fleet_name
-            node["metadata"]["labels"] = {**(meta.get("labels") or {}), CLUSTER_LABEL: m.name}
+            spec = dict(raw.get("spec") or {})
             if blocked:
-                node.setdefault("spec", {})["unschedulable"] = True
-            out.append(node)
+                spec["unschedulable"] = True
+            labels = {**(meta.get("labels") or {}), CLUSTER_LABEL: m.name}
+            out.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Node",
+                    "metadata": {"name": fleet_name, "labels": labels},
+                    "spec": spec,
+                    "status": raw.get("status") or {},
+                }
+            )
         elif kind == "Pod":
             spec = raw.get("spec") or {}
             phase = (raw.get("status") or {}).get("phase")
@@ -623,7 +635,7 @@ def _member_pod(
             "deletionTimestamp": meta.get("deletionTimestamp"),
             "labels": {},
         },
-        "spec": copy.deepcopy(dict(raw.get("spec") or {})),
+        "spec": dict(raw.get("spec") or {}),  # shallow: only top-level keys change
         "status": {"phase": (raw.get("status") or {}).get("phase", "Pending")},
     }
     pod["spec"]["nodeName"] = f"{member}/{pod['spec']['nodeName']}"
