@@ -513,7 +513,7 @@ class FleetController:
         if err:
             log.info("hub job %s: copy in %s: %s (retried)", job.key, cluster, err)
         self.metrics.dispatches.inc()
-        text = f"Binding has been scheduled successfully. Result: {job.result_text(cluster)}"
+        text = _bound_text(job, cluster)
         self.hub.event(latest, "ScheduleBindingSucceed", text)
         self.hub.conditions(
             latest, [_cond(SCHEDULED, "True", "ScheduleBindingSucceed", text)], None

@@ -274,9 +274,14 @@ class Member:
     scheduler: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
-        """API server, then the operator and `solver-sched run` (both reconnect on a restart)."""
+        """API server, then the operator and `solver-sched run`. When the API server comes
+        back, both start afresh, as a member's control plane does on its return (their own
+        watches would otherwise back off for up to 30 s)."""
         if not self.server.running:
             self.server.start()
+            self.operator.stop()
+            _stop(self.scheduler)
+            self.scheduler = None
         if self.operator.proc is None:
             self.operator.start()
         if self.scheduler is None:

@@ -371,21 +371,28 @@ def test_failover_of_an_unreachable_member_and_its_return(fl: FleetTest) -> None
     assert any(r == "StaleCopyDeleted" for r, _ in fl.events("fo"))
 
 
-def test_failover_of_a_failed_copy_deletes_it_first(fl: FleetTest) -> None:
-    """Directly, reachable member: the copy fails; it is deleted before the job is placed again,
-    so at no sample do two copies exist."""
+def _failed_copy(fl: FleetTest, name: str, purge: str, toleration: int) -> tuple[str, str]:
+    """Two idle members; the job runs in one, then its master exits 1 (restartPolicy Never):
+    the copy is Failed. Returns (member, copy)."""
     _nodes(fl, "member-1", 1, gpus=8)
     _nodes(fl, "member-2", 1, gpus=8)
     _join_all(fl)
-    fl.hub.create(policy(purge="Immediately", toleration=2))
-    job = pytorchjob("crash", gpus=2)
+    fl.hub.create(policy(purge=purge, toleration=toleration))
+    job = pytorchjob(name, gpus=2)
     for spec in job["spec"]["pytorchReplicaSpecs"].values():
         spec["restartPolicy"] = "Never"
     fl.hub.create(job)
     fl.start()
-    first = _running_in(fl, "crash")
+    first = _running_in(fl, name)
     copy = fl.copies(first)[0]
     fl.finish(first, copy, phase="Failed")
+    return first, copy
+
+
+def test_failover_of_a_failed_copy_deletes_it_first(fl: FleetTest) -> None:
+    """Directly, reachable member: the copy fails; it is deleted before the job is placed again,
+    so at no sample do two copies exist."""
+    first, copy = _failed_copy(fl, "crash", "Immediately", 2)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and fl.placement("crash") in (first, None):
         assert fl.live_copies() <= 1
@@ -398,18 +405,7 @@ def test_failover_of_a_failed_copy_deletes_it_first(fl: FleetTest) -> None:
 
 
 def test_graceful_failover_keeps_the_old_copy_until_the_new_runs(fl: FleetTest) -> None:
-    _nodes(fl, "member-1", 1, gpus=8)
-    _nodes(fl, "member-2", 1, gpus=8)
-    _join_all(fl)
-    fl.hub.create(policy(purge="Gracefully", toleration=2))
-    job = pytorchjob("soft", gpus=2)
-    for spec in job["spec"]["pytorchReplicaSpecs"].values():
-        spec["restartPolicy"] = "Never"
-    fl.hub.create(job)
-    fl.start()
-    first = _running_in(fl, "soft")
-    old = fl.copies(first)[0]
-    fl.finish(first, old, phase="Failed")
+    first, old = _failed_copy(fl, "soft", "Gracefully", 2)
     second = wait_for("placed again", lambda: (p := fl.placement("soft")) != first and p, 30)
     assert old in fl.copies(first)  # kept while the new copy does not run yet
     wait_for("new pods bound", lambda: fl.member(str(second)).bound("default", "soft") == 3, 30)
@@ -419,17 +415,7 @@ def test_graceful_failover_keeps_the_old_copy_until_the_new_runs(fl: FleetTest) 
 
 
 def test_never_keeps_the_job_where_it_is(fl: FleetTest) -> None:
-    _nodes(fl, "member-1", 1, gpus=8)
-    _nodes(fl, "member-2", 1, gpus=8)
-    _join_all(fl)
-    fl.hub.create(policy(purge="Never", toleration=1))
-    job = pytorchjob("stay", gpus=2)
-    for spec in job["spec"]["pytorchReplicaSpecs"].values():
-        spec["restartPolicy"] = "Never"
-    fl.hub.create(job)
-    fl.start()
-    first = _running_in(fl, "stay")
-    fl.finish(first, fl.copies(first)[0], phase="Failed")
+    first, _ = _failed_copy(fl, "stay", "Never", 1)
     wait_for("Failed mirrored", lambda: fl.condition("stay", "Failed").get("status") == "True")
     time.sleep(3)
     assert fl.placement("stay") == first
@@ -544,3 +530,46 @@ def test_bad_objects_get_events_and_the_rest_is_placed(fl: FleetTest) -> None:
         for path in reversed(paths):
             with contextlib.suppress(ApiError):
                 m2.api.request("DELETE", f"{path}/no-picky")
+
+
+def test_dry_run_writes_nothing_then_one_leader_places_once(fl: FleetTest) -> None:
+    """--dry-run plans and writes nothing; two leader-elected fleet controllers place the job
+    exactly once (generation 1, one copy), and the leader's /metrics counts the dispatch."""
+    import urllib.request
+
+    from solver_sched.fleet.sandbox import free_port
+
+    _nodes(fl, "member-1", 1, gpus=8)
+    _join_all(fl)
+    fl.hub.ensure_namespace("solver-sched")
+    fl.hub.create(policy())
+    fl.hub.create(pytorchjob("once", gpus=1))
+    dry = fl.start(dry_run=True)
+    wait_for("dry cycles", lambda: dry.cycles >= 3)
+    assert fl.placement("once") is None and fl.events("once") == []
+    assert dry.last_fleet is not None
+    dry.shutdown()
+    ports = [free_port(), free_port()]
+    pair = [
+        fl.start(
+            leader_elect=True,
+            identity=f"fleet-{i}",
+            metrics_addr=f"127.0.0.1:{port}",
+            retry_period=0.5,
+            lease_duration=4.0,
+            renew_deadline=3.0,
+        )
+        for i, port in enumerate(ports)
+    ]
+    assert wait_for("placed", lambda: fl.placement("once"), timeout=30) == "member-1"
+    time.sleep(3)
+    anns = fl.job("once")["metadata"]["annotations"]
+    assert anns["solver-sched.io/placement-generation"] == "1"
+    assert len(fl.copies("member-1")) == 1
+    leaders = [c for c in pair if c.may_act()]
+    assert len(leaders) == 1
+    port = ports[pair.index(leaders[0])]
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
+        text = resp.read().decode()
+    assert "solver_sched_fleet_dispatches_total 1.0" in text
+    assert 'solver_sched_fleet_members{state="reachable"} 1.0' in text
