@@ -572,4 +572,4 @@ def test_dry_run_writes_nothing_then_one_leader_places_once(fl: FleetTest) -> No
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
         text = resp.read().decode()
     assert "solver_sched_fleet_dispatches_total 1.0" in text
-    assert 'solver_sched_fleet_members{state="reachable"} 1.0' in text
+    assert 'solver_sched_fleet_members{state="reachable"} 2.0' in text
