@@ -61,16 +61,55 @@ def _parser() -> argparse.ArgumentParser:
         default=os.environ.get("POD_NAMESPACE", "solver-sched"),
         help="where the ConfigMap and the leader Lease live",
     )
-    r.add_argument("--config-map", default="solver-sched-config")
+    r.add_argument(
+        "--config-map",
+        default="solver-sched-config",
+        help="ConfigMap (in --namespace) whose config.yaml holds weights and settings",
+    )
     r.add_argument("--cycle-interval", type=float, default=10.0, help="seconds between cycles")
-    r.add_argument("--leader-elect", action="store_true")
-    r.add_argument("--identity", default=os.environ.get("POD_NAME") or socket.gethostname())
+    r.add_argument(
+        "--leader-elect",
+        action="store_true",
+        help="run as one of several replicas: only the holder of the Lease acts",
+    )
+    r.add_argument(
+        "--identity",
+        default=os.environ.get("POD_NAME") or socket.gethostname(),
+        help="this replica's name in the Lease (default: $POD_NAME, else the host name)",
+    )
+    r.add_argument(
+        "--lease-duration",
+        type=float,
+        default=15.0,
+        help="seconds a standby waits after the Lease last changed before it takes over",
+    )
+    r.add_argument(
+        "--renew-deadline",
+        type=float,
+        default=10.0,
+        help="the leader stops writing once its last renewal is this old (< --lease-duration)",
+    )
+    r.add_argument(
+        "--retry-period", type=float, default=2.0, help="seconds between Lease renewals or tries"
+    )
     r.add_argument("--metrics-addr", default=":8080", help="host:port; empty to disable")
     r.add_argument("--dry-run", action="store_true", help="plan and report, change nothing")
-    r.add_argument("--qps", type=float, default=50.0, help="API writes per second")
-    r.add_argument("--burst", type=int, default=100)
+    r.add_argument("--qps", type=float, default=50.0, help="binds and evictions per second")
+    r.add_argument("--burst", type=int, default=100, help="binds and evictions sent at once")
+    r.add_argument(
+        "--status-qps",
+        type=float,
+        default=20.0,
+        help="status writes (conditions, Events, PodGroup status) per second, a separate budget",
+    )
+    r.add_argument("--status-burst", type=int, default=50, help="status writes sent at once")
     r.add_argument("--bind-workers", type=int, default=16, help="binds in flight at once")
-    r.add_argument("--eviction-grace-seconds", type=int, default=None)
+    r.add_argument(
+        "--eviction-grace-seconds",
+        type=int,
+        default=None,
+        help="grace period of evicted pods (default: each pod's own)",
+    )
     r.add_argument("--config", type=Path, help="initial config before the ConfigMap is read")
     r.add_argument("-v", "--verbose", action="store_true")
     fleet_cli.add_parser(sub)
@@ -142,10 +181,15 @@ def _run(args: argparse.Namespace) -> int:
         cycle_interval=args.cycle_interval,
         leader_elect=args.leader_elect,
         identity=args.identity,
+        lease_duration=args.lease_duration,
+        renew_deadline=args.renew_deadline,
+        retry_period=args.retry_period,
         metrics_addr=args.metrics_addr or None,
         dry_run=args.dry_run,
         qps=args.qps,
         burst=args.burst,
+        status_qps=args.status_qps,
+        status_burst=args.status_burst,
         bind_workers=args.bind_workers,
         eviction_grace_seconds=args.eviction_grace_seconds,
     )

@@ -1,13 +1,15 @@
-"""Apply a Plan: job-level evictions first, then binds gang by gang.
+"""Apply a Plan: job-level evictions first, then hand each gang to the binder.
 
-- Evictions go through the policy/v1 Eviction API. A job's pods are first evicted with dryRun so a
-  PodDisruptionBudget that refuses one of them (429) stops the whole job-level eviction; it is
-  retried in a later cycle, never reported as done.
-- A gang's binds go out together (bounded pool, token-bucket QPS) only when every target node has
-  real room now, i.e. the victims the plan evicted for it have terminated; otherwise the gang waits.
+- Evictions go through the policy/v1 Eviction API, with the pod's UID as a precondition. A job's
+  pods are first evicted with dryRun so a PodDisruptionBudget that refuses one of them (429) stops
+  the whole job-level eviction; it is retried in a later cycle, never reported as done. Pods of the
+  job whose binds are still queued are taken out of the binder instead of being evicted.
+- A gang goes to the binder (kube/binder.py) only when every target node has real room now, i.e.
+  the victims the plan evicted for it have terminated; otherwise the gang waits. The binder binds
+  it asynchronously, highest priority first, while the next cycle is planned.
 - Each accepted action is assumed (see assume.py) so the next plan neither re-binds nor re-evicts.
-- Before each job's evictions and each gang's binds, ``may_act`` is checked (leader fencing): a
-  replica without the lease stops at once.
+- Every write goes through the fenced API: a replica without the lease sends nothing, even a
+  write that was already waiting for a rate-limiter token.
 """
 
 from __future__ import annotations
@@ -15,27 +17,30 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from solver_sched.domain import resources as res
 from solver_sched.domain.plan import BindPod, EvictJob, Plan
 from solver_sched.domain.snapshot import ClusterSnapshot
-from solver_sched.kube.api import ApiError, KubeApi
+from solver_sched.kube.api import ApiError, Fenced, KubeApi
 from solver_sched.kube.assume import Assumed
+from solver_sched.kube.binder import Binder, GangResult
 
 log = logging.getLogger(__name__)
 
 
 @dataclass
 class Outcome:
-    bound: list[str] = field(default_factory=list)
-    bind_failed: dict[str, str] = field(default_factory=dict)  # pod -> reason
+    binding: list[str] = field(default_factory=list)  # pods handed to the binder (reserved)
     deferred: dict[str, str] = field(default_factory=dict)  # job -> why it waits
     evicted: list[str] = field(default_factory=list)
+    cancelled: list[str] = field(default_factory=list)  # queued binds taken back instead
     evict_blocked: dict[str, str] = field(default_factory=dict)  # job -> reason (PDB...)
     fenced: bool = False
+
+
+OnGang = Callable[[str], Callable[[GangResult], None] | None]  # job -> its done callback
 
 
 class Actuator:
@@ -49,12 +54,17 @@ class Actuator:
         fault: Callable[[str], None] | None = None,
     ) -> None:
         self.api, self.assumed, self.may_act = api, assumed, may_act
-        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bind")
+        self.binder = Binder(api, assumed, workers, fault)
         self.grace_seconds = grace_seconds
         self.fault = fault  # test hook: called before each write, may raise to simulate a crash
         self._uids: dict[str, str] = {}
 
-    def apply(self, plan: Plan, real: ClusterSnapshot) -> Outcome:
+    def apply(
+        self,
+        plan: Plan,
+        real: ClusterSnapshot,
+        on_gang: OnGang = lambda _job: None,
+    ) -> Outcome:
         out = Outcome()
         self._uids = {name: p.uid for name, p in real.pods.items()}
         for ev in plan.evictions:
@@ -62,10 +72,13 @@ class Actuator:
                 out.fenced = True
                 return out
             self._evict_job(ev, out)
+            if out.fenced:
+                return out
         free = _real_free(real, self.assumed)
         by_job: dict[str, list[BindPod]] = defaultdict(list)
         for b in plan.binds:
             by_job[b.job].append(b)
+        priority = {row.name: row.priority for row in plan.jobs}
         for job, binds in by_job.items():
             if not self.may_act():
                 out.fenced = True
@@ -84,7 +97,8 @@ class Actuator:
                 continue
             for b in binds:  # reserve now, so the next gang sees the room taken
                 free[b.node] = res.sub(free[b.node], real.pods[b.pod].requests)
-            self._bind_gang(binds, out)
+            self.binder.submit(binds, self._uids, priority.get(job, 0), on_gang(job))
+            out.binding.extend(b.pod for b in binds)
         return out
 
     # -- evictions ---------------------------------------------------------------------------
@@ -95,7 +109,10 @@ class Actuator:
         return out
 
     def _evict_job(self, ev: EvictJob, out: Outcome) -> None:
-        for pod in ev.pods:  # dry run first: a PDB refusing any pod keeps the whole job
+        cancelled = self.binder.cancel(ev.job)  # not bound yet: take the binds back instead
+        out.cancelled.extend(sorted(cancelled))
+        pods = [p for p in ev.pods if p not in cancelled]
+        for pod in pods:  # dry run first: a PDB refusing any pod keeps the whole job
             status = self._evict(pod, dry_run=True)
             if status == 0:
                 out.fenced = True
@@ -103,83 +120,62 @@ class Actuator:
             if status == 429:
                 out.evict_blocked[ev.job] = f"eviction of {pod} refused (PodDisruptionBudget)"
                 return
-        for pod in ev.pods:
+        for pod in pods:
             status = self._evict(pod, dry_run=False)
             if status in (200, 201):
                 self.assumed.evicted(pod, self._uids.get(pod, ""))
                 out.evicted.append(pod)
             elif status == 404:
                 out.evicted.append(pod)  # already gone
+            elif status == 0:
+                out.fenced = True
+                return
             else:
                 out.evict_blocked[ev.job] = f"eviction of {pod}: HTTP {status}"
 
     def _evict(self, pod: str, dry_run: bool) -> int:
-        if not self.may_act():  # fenced between two writes of one job
-            return 0
+        """HTTP status of one eviction; 0 when fenced or the server cannot be reached."""
         ns, name = pod.split("/", 1)
+        options: dict[str, Any] = {}
+        uid = self._uids.get(pod)
+        if uid:  # the pod we decided about, not a successor under the same name
+            options["preconditions"] = {"uid": uid}
+        if self.grace_seconds is not None:
+            options["gracePeriodSeconds"] = self.grace_seconds
         body: dict[str, Any] = {
             "apiVersion": "policy/v1",
             "kind": "Eviction",
             "metadata": {"name": name, "namespace": ns},
+            **({"deleteOptions": options} if options else {}),
         }
-        if self.grace_seconds is not None:
-            body["deleteOptions"] = {"gracePeriodSeconds": self.grace_seconds}
-        if self.fault and not dry_run:
-            self.fault(f"evict {pod}")
         try:
+            if self.fault and not dry_run:
+                self.fault(f"evict {pod}")
             self.api.request(
                 "POST",
                 f"/api/v1/namespaces/{ns}/pods/{name}/eviction",
                 query={"dryRun": "All"} if dry_run else None,
                 body=body,
             )
+        except Fenced:
+            return 0
         except ApiError as exc:
+            if exc.status == 409 and "recondition" in str(exc.body.get("message", "")):
+                return 404  # the UID precondition: the pod was replaced, ours is gone
             if exc.status not in (404, 429):
                 log.warning("evict %s: %s", pod, exc)
             return exc.status
         return 201
 
-    # -- binds -------------------------------------------------------------------------------
-    def _bind_gang(self, binds: list[BindPod], out: Outcome) -> None:
-        results = list(self.pool.map(self._bind, binds))
-        for b, (ok, why) in zip(binds, results, strict=True):
-            if ok:
-                out.bound.append(b.pod)
-            else:
-                out.bind_failed[b.pod] = why
-
-    def _bind(self, b: BindPod) -> tuple[bool, str]:
-        if not self.may_act():  # fenced between two binds of one gang
-            return False, "fenced"
-        ns, name = b.pod.split("/", 1)
-        body = {
-            "apiVersion": "v1",
-            "kind": "Binding",
-            "metadata": {"name": name, "namespace": ns},
-            "target": {"apiVersion": "v1", "kind": "Node", "name": b.node},
-        }
-        try:
-            if self.fault:
-                self.fault(f"bind {b.pod}")
-            self.api.request("POST", f"/api/v1/namespaces/{ns}/pods/{name}/binding", body=body)
-        except ApiError as exc:
-            if exc.status == 409:  # already bound (by us before a restart, or by someone else)
-                return False, "already bound"
-            return False, f"HTTP {exc.status}: {exc.reason}"
-        except Exception as exc:  # connection errors: retried by a later cycle
-            return False, str(exc)
-        self.assumed.bound(b.pod, self._uids.get(b.pod, ""), b.node)
-        return True, ""
-
     def close(self) -> None:
-        self.pool.shutdown(wait=True, cancel_futures=True)
+        self.binder.close()
 
 
 def _real_free(real: ClusterSnapshot, assumed: Assumed) -> dict[str, dict[str, int]]:
-    """Free capacity per node right now: terminating pods still count, in-flight binds too."""
-    binds, _ = assumed.snapshot()
+    """Free capacity per node right now: terminating pods still count, reserved and in-flight
+    binds too."""
     free = {name: dict(f) for name, f in real.free_per_node.items()}
-    for pod_name, (_uid, target) in binds.items():
+    for pod_name, (_uid, target) in assumed.snapshot().binds.items():
         p = real.pods.get(pod_name)
         if p is not None and p.node_name is None and target in free:
             free[target] = res.sub(free[target], p.requests)

@@ -11,20 +11,37 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import urllib3
 from kubernetes import client, config
 
 JsonObj = dict[str, Any]
+Fence = Callable[[], bool]  # true while this process may write (it holds the lease)
 
 
 class ApiError(Exception):
     def __init__(self, status: int, reason: str, body: JsonObj | None = None) -> None:
-        super().__init__(f"HTTP {status}: {reason}")
+        super().__init__(f"HTTP {status}: {reason}" if status else reason)
         self.status = status
         self.reason = reason
         self.body = body or {}
+
+
+class TransportError(ApiError):
+    """The API server could not be reached (refused, reset, timed out): status 0. Callers that
+    handle ApiError handle this too, so an outage is a logged condition, never a traceback."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(0, f"API server unreachable: {reason}")
+
+
+class Fenced(ApiError):
+    """A write was not sent because the fence was down (leadership lost, or shutting down)."""
+
+    def __init__(self) -> None:
+        super().__init__(0, "fenced: not the leader")
 
 
 class RateLimiter:
@@ -36,17 +53,20 @@ class RateLimiter:
         self._last = time.monotonic()
         self._lock = threading.Lock()
 
-    def acquire(self) -> None:
+    def acquire(self, fence: Fence | None = None) -> bool:
+        """Wait for a token; give up (False) as soon as ``fence`` goes down while waiting."""
         while True:
+            if fence is not None and not fence():
+                return False
             with self._lock:
                 now = time.monotonic()
                 self._tokens = min(self.burst, self._tokens + (now - self._last) * self.qps)
                 self._last = now
                 if self._tokens >= 1:
                     self._tokens -= 1
-                    return
+                    return True
                 wait = (1 - self._tokens) / self.qps
-            time.sleep(wait)
+            time.sleep(min(wait, 0.1))
 
 
 def load_client(kubeconfig: str | None, pool_size: int = 32) -> client.ApiClient:
@@ -62,10 +82,54 @@ def load_client(kubeconfig: str | None, pool_size: int = 32) -> client.ApiClient
     return client.ApiClient(cfg)
 
 
+class Health:
+    """When the API server last failed to answer (transport error or 5xx) and since when it has
+    answered again, by the monotonic clock: the controller counts gang timeouts only over time in
+    which it could act."""
+
+    def __init__(self) -> None:
+        self.healthy_since = time.monotonic()
+        self.last_failure: float | None = None
+        self._lock = threading.Lock()
+
+    def failed(self) -> None:
+        with self._lock:
+            self.last_failure = time.monotonic()
+
+    def answered(self) -> None:
+        with self._lock:
+            if self.last_failure is not None and self.last_failure >= self.healthy_since:
+                self.healthy_since = time.monotonic()
+
+    def up_since(self) -> float | None:
+        """Start of the current healthy stretch, or None while the last request failed."""
+        with self._lock:
+            if self.last_failure is not None and self.last_failure >= self.healthy_since:
+                return None
+            return self.healthy_since
+
+
 class KubeApi:
-    def __init__(self, api_client: client.ApiClient, limiter: RateLimiter | None = None) -> None:
+    """Raw JSON requests. Writes (every method but GET) wait for the token bucket ``limiter``,
+    then check ``fence`` immediately before they are sent: a write that waited for a token, or
+    whose process was paused, is never sent once the fence is down. Lease writes opt out of both
+    (``limited=False``). Every answer and every failure to get one is recorded in ``health``."""
+
+    def __init__(
+        self,
+        api_client: client.ApiClient,
+        limiter: RateLimiter | None = None,
+        fence: Fence | None = None,
+        health: Health | None = None,
+    ) -> None:
         self.api_client = api_client
         self.limiter = limiter
+        self.fence = fence
+        self.health = health or Health()
+
+    def with_budget(self, limiter: RateLimiter) -> KubeApi:
+        """The same client, connections, fence and health, with its own write budget."""
+        return KubeApi(self.api_client, limiter, self.fence, self.health)
 
     def _send(
         self,
@@ -75,6 +139,7 @@ class KubeApi:
         body: Any,
         content_type: str | None,
         timeout: float | tuple[float, float] | None,
+        fenced: bool = False,
     ) -> Any:
         headers = {"Accept": "application/json"}
         if content_type:
@@ -90,10 +155,24 @@ class KubeApi:
             body=body,
             auth_settings=["BearerToken"],
         )
+        if fenced and self.fence is not None and not self.fence():
+            raise Fenced()  # checked last, right before the request leaves this process
         try:
-            return self.api_client.call_api(*request, _request_timeout=timeout)
+            resp = self.api_client.call_api(*request, _request_timeout=timeout)
         except client.ApiException as exc:
+            if (exc.status or 0) >= 500:
+                self.health.failed()
+            else:
+                self.health.answered()
             raise ApiError(exc.status or 0, str(exc.reason), _json(exc.body)) from None
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            self.health.failed()
+            raise TransportError(_short(exc)) from None
+        if resp.status >= 500:
+            self.health.failed()
+        else:
+            self.health.answered()
+        return resp
 
     def request(
         self,
@@ -104,12 +183,22 @@ class KubeApi:
         content_type: str | None = None,
         timeout: float = 30.0,
         limited: bool = True,
+        fenced: bool | None = None,
     ) -> JsonObj:
-        """One call; returns the decoded body, raises ApiError on a non-2xx status."""
-        if limited and self.limiter is not None and method != "GET":
-            self.limiter.acquire()
-        resp = self._send(method, path, query, body, content_type, timeout)
-        data = resp.read()
+        """One call; returns the decoded body, raises ApiError on a non-2xx status (TransportError
+        when the server cannot be reached, Fenced when a write may not be sent). A write waits
+        for a token when ``limited`` and checks the fence when ``fenced`` (default: as
+        ``limited``; the binder takes its tokens itself, the lease elector neither)."""
+        write = method != "GET"
+        if limited and write and self.limiter is not None and not self.limiter.acquire(self.fence):
+            raise Fenced()
+        check = write and (limited if fenced is None else fenced)
+        resp = self._send(method, path, query, body, content_type, timeout, check)
+        try:
+            data = resp.read()
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            self.health.failed()
+            raise TransportError(_short(exc)) from None
         decoded = _json(data)
         if not 200 <= resp.status <= 299:
             raise ApiError(resp.status, str(decoded.get("reason") or resp.reason), decoded)
@@ -128,14 +217,24 @@ class KubeApi:
         raw = resp.response
         buffer = b""
         try:
-            for chunk in raw.stream(16384, decode_content=False):
-                buffer += chunk
-                while b"\n" in buffer:
-                    line, buffer = buffer.split(b"\n", 1)
-                    if line.strip():
-                        yield json.loads(line)
+            try:
+                for chunk in raw.stream(16384, decode_content=False):
+                    buffer += chunk
+                    while b"\n" in buffer:
+                        line, buffer = buffer.split(b"\n", 1)
+                        if line.strip():
+                            yield json.loads(line)
+            except (urllib3.exceptions.HTTPError, OSError) as exc:
+                self.health.failed()
+                raise TransportError(_short(exc)) from None
         finally:
             raw.close()  # a half-read stream must not go back to the pool
+
+
+def _short(exc: BaseException) -> str:
+    """urllib3 wraps the cause several times over; the innermost reason reads best."""
+    reason = getattr(exc, "reason", None)
+    return str(reason or exc)[:300]
 
 
 def _q(value: Any) -> Any:

@@ -1,7 +1,10 @@
 """The secondary scheduler: watch -> snapshot -> run_cycle -> actuate -> report, a cycle at a time.
 
-A cycle runs every ``cycle_interval`` seconds and soon after any watched change (debounced); the
-loop is a single thread, so two cycles never overlap. Only the leader acts; ``--dry-run`` plans and
+A scheduling cycle runs every ``cycle_interval`` seconds and soon after any watched change
+(debounced); the loop is a single thread, so two cycles never overlap. It decides and evicts; the
+binds go to the binding cycle (kube/binder.py) and the status writes to the reporter
+(kube/reporter.py), each on its own threads and rate-limit budget, so neither holds up the next
+decision. Only the leader acts, and every write is fenced on its lease; ``--dry-run`` plans and
 reports without writing.
 """
 
@@ -11,25 +14,27 @@ import logging
 import socket
 import threading
 import time
-from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from http.server import ThreadingHTTPServer
 
 from solver_sched.config.schema import SchedulerConfig
 from solver_sched.cycle import CycleResult, run_cycle
-from solver_sched.domain.plan import Plan
+from solver_sched.domain.plan import JobOutcome, Plan
 from solver_sched.domain.snapshot import ClusterSnapshot
 from solver_sched.kube.actuator import Actuator, Outcome
 from solver_sched.kube.api import ApiError, KubeApi, RateLimiter, load_client
 from solver_sched.kube.assume import Assumed
+from solver_sched.kube.binder import GangResult
 from solver_sched.kube.configsource import ConfigSource
 from solver_sched.kube.informer import Informer
 from solver_sched.kube.leader import LeaderElector
+from solver_sched.kube.reporter import Reporter
 from solver_sched.kube.resources import CONFIG_MAPS, WATCHED, Resource
-from solver_sched.kube.snapshotter import live_pods, take_snapshots
-from solver_sched.kube.status import StatusWriter
+from solver_sched.kube.snapshotter import live_pods, stamps_seen, take_snapshots
+from solver_sched.kube.status import StatusWriter, rfc3339
 from solver_sched.kube.store import ObjectStore
 from solver_sched.metrics import Metrics, reason_class, serve
 
@@ -52,21 +57,42 @@ class RunOptions:
     retry_period: float = 2.0
     metrics_addr: str | None = None
     dry_run: bool = False
-    qps: float = 50.0
+    qps: float = 50.0  # binds and evictions
     burst: int = 100
+    status_qps: float = 20.0  # conditions, Events, PodGroup status: a budget of their own
+    status_burst: int = 50
     bind_workers: int = 16
     eviction_grace_seconds: int | None = None
     discovery_interval: float = 30.0
 
 
+class ActingClock:
+    """Seconds in which this replica could act: it led, and the API server answered. A gang's
+    timeout is measured on this clock, so an outage or a standby stretch never ages a gang that
+    could still have been completed (client-go's timers have no such notion)."""
+
+    def __init__(self, api: KubeApi, leading_since: Callable[[], float | None]) -> None:
+        self.api, self.leading_since = api, leading_since
+        self.seconds = 0.0
+        self._last = time.monotonic()
+
+    def read(self) -> float:
+        now = time.monotonic()
+        up, lead = self.api.health.up_since(), self.leading_since()
+        if up is not None and lead is not None:
+            self.seconds += max(0.0, now - max(self._last, up, lead))
+        self._last = now
+        return self.seconds
+
+
 class GangTracker:
-    """Partial gangs and when they were first seen partial; expired ones are rolled back."""
+    """Partial gangs and when (on the acting clock) they were first seen partial; expired ones
+    are rolled back."""
 
     def __init__(self) -> None:
         self.since: dict[str, float] = {}
 
-    def expired(self, snap: ClusterSnapshot) -> dict[str, tuple[str, ...]]:
-        now = time.monotonic()
+    def expired(self, snap: ClusterSnapshot, now: float) -> dict[str, tuple[str, ...]]:
         partial = {}
         for name, job in snap.jobs.items():
             running = snap.running_pods(job)
@@ -91,6 +117,7 @@ class Controller:
         self.api = api or KubeApi(
             load_client(opts.kubeconfig, opts.bind_workers + 16), RateLimiter(opts.qps, opts.burst)
         )
+        self.api.fence = self.may_act  # every write checks the lease right before it is sent
         self.store = ObjectStore()
         self.stop = threading.Event()
         self.assumed = Assumed()
@@ -109,7 +136,14 @@ class Controller:
             and not opts.dry_run  # a dry run observes: it never takes the Lease
             else None
         )
-        self.status = StatusWriter(self.api, self.store, "solver-sched", self.may_act)
+        self.status = StatusWriter(
+            self.api.with_budget(RateLimiter(opts.status_qps, opts.status_burst)),
+            self.store,
+            "solver-sched",
+            self.may_act,
+            lambda pod: pod in self.assumed.snapshot().binds,
+        )
+        self.reporter = Reporter()
         self.configs = ConfigSource(
             self.store,
             opts.namespace,
@@ -125,7 +159,14 @@ class Controller:
             opts.eviction_grace_seconds,
             fault,
         )
+        if self.leader is not None:
+            self.leader.on_lost.append(self._lost_leadership)
         self.tracker = GangTracker()
+        self._started = time.monotonic()
+        self.acting = ActingClock(
+            self.api,
+            lambda: self._started if self.leader is None else self.leader.leading_since,
+        )
         self.informers: dict[str, Informer] = {}
         self.cycles = 0
         self.last_result: CycleResult | None = None
@@ -158,13 +199,21 @@ class Controller:
         self._thread = threading.Thread(target=self._loop, name="scheduler", daemon=True)
         self._thread.start()
 
+    def _lost_leadership(self) -> None:
+        """Abandon in-flight actuation: queued binds are dropped and their reservations
+        forgotten (in-flight writes are stopped by the fence itself)."""
+        dropped = self.actuator.binder.abandon()
+        if dropped:
+            log.warning("abandoned %d queued binds", dropped)
+
     def shutdown(self) -> None:
         self.stop.set()
         if self._thread is not None:
             self._thread.join(timeout=60)
+        self.actuator.close()
+        self.reporter.close()
         if self.leader is not None:
             self.leader.release()
-        self.actuator.close()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -203,12 +252,8 @@ class Controller:
     def _bad_config(self, key: str, message: str) -> None:
         self.metrics.config_errors.inc()
         ns, _, name = key.partition("/")
-        self.status.event(
-            {"kind": "ConfigMap", "apiVersion": "v1", "namespace": ns, "name": name},
-            "InvalidConfig",
-            message,
-            warning=True,
-        )
+        ref = {"kind": "ConfigMap", "apiVersion": "v1", "namespace": ns, "name": name}
+        self.reporter.post(lambda: self.status.event(ref, "InvalidConfig", message, warning=True))
 
     # -- the loop ----------------------------------------------------------------------------
     def _loop(self) -> None:
@@ -227,7 +272,10 @@ class Controller:
                 continue
             try:
                 self.cycle()
-            except Exception:  # a failed cycle must not kill the scheduler
+            except ApiError as exc:  # the API server is away or refusing: next cycle retries
+                log.warning("cycle aborted: %s", exc)
+                self.metrics.cycles.labels("error").inc()
+            except Exception:  # a bug: must not kill the scheduler
                 log.exception("cycle failed")
                 self.metrics.cycles.labels("error").inc()
             generation = self.store.generation
@@ -247,83 +295,132 @@ class Controller:
         if not leading and not self.opts.dry_run:
             return None  # standby: keep the cache warm, do nothing
         t = time.perf_counter()
-        self.assumed.reconcile(live_pods(self.store))
+        stamps = list(self.assumed.snapshot().stamps)
+        self.assumed.reconcile(live_pods(self.store), stamps_seen(self.store, stamps))
         name = self.opts.scheduler_name or config.settings.scheduler_name
         snap, real = take_snapshots(self.store, self.assumed, config, name)
         self.metrics.phase_seconds.labels("snapshot").observe(time.perf_counter() - t)
         result = run_cycle(snap, config, now)
         for phase, secs in result.phases.items():
             self.metrics.phase_seconds.labels(phase).observe(secs)
-        rollback = self.tracker.expired(snap)
+        rollback = self.tracker.expired(snap, self.acting.read())
         plan = _without(result.plan, set(rollback))
         if rollback:  # evictions made room for the whole plan, rolled-back gangs included:
             plan = Plan(binds=plan.binds, jobs=plan.jobs, notes=plan.notes)  # re-plan them
         t = time.perf_counter()
         outcome = Outcome()
         if self.may_act():
-            outcome = self.actuator.apply(plan, real)
+            outcome = self.actuator.apply(plan, real, self._gang_done(plan, snap, now))
             for job, pods in rollback.items():
                 if outcome.fenced or not self.may_act():
                     break
-                log.warning("gang %s still partial after its timeout: rolling back", job)
-                self.metrics.rollbacks.inc()
-                done = self.actuator.evict_pods(job, pods, "gang incomplete: rolled back")
-                outcome.evicted += done.evicted
-                ref = self.status.group_ref(job) or self.status.pod_ref(pods[0])
-                self.status.event(
-                    ref,
-                    "RolledBack",
-                    f"gang still partial after "
-                    f"{snap.jobs[job].schedule_timeout.total_seconds():.0f}s: "
-                    f"{len(pods)} bound pods evicted, retried later",
-                    warning=True,
-                )
+                self._roll_back(job, pods, snap, outcome)
         self.metrics.phase_seconds.labels("actuate").observe(time.perf_counter() - t)
         for job, why in outcome.evict_blocked.items():
             ref = self.status.group_ref(job) or self.status.pod_ref(snap.jobs[job].pods[0])
-            self.status.event(ref, "EvictionBlocked", f"{why}; retried next cycle", warning=True)
-        t = time.perf_counter()
+            message = f"{why}; retried next cycle"
+            self.reporter.post(
+                partial(self.status.event, ref, "EvictionBlocked", message, warning=True)
+            )
         if self.may_act():
-            self._report(result, plan, snap, outcome, now)
-        self.metrics.phase_seconds.labels("status").observe(time.perf_counter() - t)
+            self._stamp_scale_ins(plan, snap, outcome, now)
+            self.reporter.post(
+                lambda: self._report(plan, snap, outcome, now), coalesce="cycle report"
+            )
         self._record(result, outcome, snap, time.perf_counter() - started)
         self.last_result = result
         return result
 
-    def _report(
-        self, result: CycleResult, plan: Plan, snap: ClusterSnapshot, out: Outcome, now: datetime
+    def _roll_back(
+        self, job: str, pods: tuple[str, ...], snap: ClusterSnapshot, outcome: Outcome
     ) -> None:
-        bound, evicted = set(out.bound), set(out.evicted)
-        self.status.input_errors(snap.errors)
-        self.status.report(plan, snap, bound, evicted, out.deferred, now)
-        binds_of: dict[str, list[str]] = defaultdict(list)
-        evicts_of: dict[str, list[str]] = defaultdict(list)
-        for b in plan.binds:
-            binds_of[b.job].append(b.pod)
-        for e in plan.evictions:
-            evicts_of[e.job].extend(e.pods)
-        for row in plan.jobs:
-            job_binds, job_evicts = binds_of.get(row.name, []), evicts_of.get(row.name, [])
-            if not job_binds and not job_evicts:
+        log.warning("gang %s still partial after its timeout: rolling back", job)
+        self.metrics.rollbacks.inc()
+        done = self.actuator.evict_pods(job, pods, "gang incomplete: rolled back")
+        outcome.evicted += done.evicted
+        seconds = snap.jobs[job].schedule_timeout.total_seconds()
+        message = (
+            f"gang still partial after {seconds:.0f}s: "
+            f"{len(pods)} bound pods evicted, retried later"
+        )
+
+        def event() -> None:
+            ref = self.status.group_ref(job) or self.status.pod_ref(pods[0])
+            self.status.event(ref, "RolledBack", message, warning=True)
+
+        self.reporter.post(event)
+
+    # -- reporting -----------------------------------------------------------------------------
+    def _gang_done(
+        self, plan: Plan, snap: ClusterSnapshot, now: datetime
+    ) -> Callable[[str], Callable[[GangResult], None] | None]:
+        """Per gang handed to the binder: a resize starts its cooldown at once (assumed), and
+        once every bind landed its Scheduled/Resized Events and last-scale-time are posted; a
+        gang that did not fully bind forgets the assumed cooldown."""
+        rows = {row.name: row for row in plan.jobs}
+        stamp = rfc3339(now)
+
+        def for_job(name: str) -> Callable[[GangResult], None] | None:
+            row = rows.get(name)
+            if row is None:
+                return None
+            job = snap.jobs.get(name)
+            source = job.source if job else ""
+            resize = row.current >= row.min_workers and row.planned != row.current
+            if resize and source:
+                self.assumed.stamp(source, stamp)
+
+            def done(result: GangResult) -> None:
+                self.metrics.binds.inc(len(result.bound))
+                for why in result.failed.values():
+                    self.metrics.bind_failures.labels(why.split(":")[0][:40]).inc()
+                if not result.complete:
+                    if resize and source:
+                        self.assumed.forget_stamp(source, stamp)
+                    return
+                pod = result.bound[0]
+                self.reporter.post(lambda: self._report_bound(row, pod, source, resize, stamp))
+
+            return done
+
+        return for_job
+
+    def _report_bound(
+        self, row: JobOutcome, pod: str, source: str, resize: bool, stamp: str
+    ) -> None:
+        ref = self.status.group_ref(row.name) or self.status.pod_ref(pod)
+        n = row.planned - row.current
+        self.status.event(
+            ref, "Scheduled", f"bound {n} pod(s): {row.current} -> {row.planned} workers"
+        )
+        if resize:
+            self.status.last_scale_time(row.name, source, stamp)
+            self.status.event(ref, "Resized", f"{row.current} -> {row.planned} workers")
+
+    def _stamp_scale_ins(
+        self, plan: Plan, snap: ClusterSnapshot, outcome: Outcome, now: datetime
+    ) -> None:
+        """A job shrunk by evictions (all of them done) starts its cooldown now."""
+        evicted = set(outcome.evicted) | set(outcome.cancelled)
+        stamp = rfc3339(now)
+        for ev in plan.evictions:
+            row = next((r for r in plan.jobs if r.name == ev.job), None)
+            job = snap.jobs.get(ev.job)
+            if row is None or job is None or not all(p in evicted for p in ev.pods):
                 continue
-            done = all(p in bound for p in job_binds) and all(p in evicted for p in job_evicts)
-            if not done:
-                continue
-            ref = self.status.group_ref(row.name) or self.status.pod_ref(
-                (job_binds or job_evicts)[0]
-            )
-            if job_binds:
-                self.status.event(
-                    ref,
-                    "Scheduled",
-                    f"bound {len(job_binds)} pod(s): {row.current} -> {row.planned} workers",
-                )
             if row.current >= row.min_workers and row.planned and row.planned != row.current:
-                job = snap.jobs.get(row.name)
-                source = job.source if job else ""
-                self.status.last_scale_time(row.name, source, now)  # starts its cooldown
-                if job_binds:  # scale-ins were reported with their evictions
-                    self.status.event(ref, "Resized", f"{row.current} -> {row.planned} workers")
+                self.assumed.stamp(job.source, stamp)
+                self.reporter.post(
+                    partial(self.status.last_scale_time, row.name, job.source, stamp)
+                )
+
+    def _report(self, plan: Plan, snap: ClusterSnapshot, out: Outcome, now: datetime) -> None:
+        """The cycle's report, on the reporter's thread: input errors, conditions, PodGroup
+        status and eviction Events."""
+        self.status.input_errors(snap.errors)
+        self.status.report(
+            plan, snap, set(out.binding), set(out.evicted) | set(out.cancelled), out.deferred, now
+        )
 
     def _record(
         self, result: CycleResult, out: Outcome, snap: ClusterSnapshot, seconds: float
@@ -337,11 +434,8 @@ class Controller:
         for gauge, value in ((m.objective, st.objective), (m.bound, st.bound), (m.gap, st.gap)):
             if value is not None:
                 gauge.set(value)
-        m.binds.inc(len(out.bound))
         m.evictions.inc(len(out.evicted))
         m.evictions_blocked.inc(len(out.evict_blocked))
-        for why in out.bind_failed.values():
-            m.bind_failures.labels(why.split(":")[0][:40]).inc()
         m.pending_jobs.clear()
         counts: dict[tuple[str, str], int] = {}
         for row in result.plan.jobs:
@@ -369,9 +463,10 @@ class Controller:
                     )
             return
         log.info(
-            "cycle %d: %d binds (%d deferred jobs), %d evictions, %d blocked, %s %s in %.2fs",
+            "cycle %d: %d binds queued (%d deferred jobs), %d evictions, %d blocked, %s %s "
+            "in %.2fs",
             self.cycles,
-            len(out.bound),
+            len(out.binding),
             len(out.deferred),
             len(out.evicted),
             len(out.evict_blocked),

@@ -3,7 +3,12 @@
 Expiry is judged by *observed* time, as client-go does: a lease whose record has not changed for
 lease_duration seconds (by our monotonic clock) may be taken over, whatever the holder's clock says.
 ``is_leader`` is true only while our last successful renew is younger than renew_deadline, so a
-replica that cannot renew stops acting before anyone else may take over.
+replica that cannot renew stops acting before anyone else may take over: the renewal is timed from
+*before* its GET, and others wait lease_duration after they last saw the record change, so every
+write checked by ``is_leader`` has at least lease_duration - renew_deadline to reach the server.
+A lapse is noticed by whichever thread asks first (a renew may hang, a paused process may wake up
+long after): it logs "lost leadership" once and calls the ``on_lost`` callbacks, which abandon
+in-flight actuation.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -47,9 +53,40 @@ class LeaderElector:
         self._renewed_at = -1e18
         self._observed: tuple[str, float] | None = None  # (record, when first seen)
         self._thread: threading.Thread | None = None
+        self._leading = False  # what we last told the log and the callbacks
+        self._lock = threading.Lock()
+        self.leading_since: float | None = None  # monotonic start of the current term
+        self.on_lost: list[Callable[[], None]] = []
 
     def is_leader(self) -> bool:
-        return time.monotonic() - self._renewed_at < self.renew_deadline
+        now = time.monotonic() - self._renewed_at < self.renew_deadline
+        if now != self._leading:
+            self._transition(now)
+        return now
+
+    def _transition(self, leading: bool) -> None:
+        with self._lock:
+            if leading == self._leading:
+                return
+            self._leading = leading
+            self.leading_since = time.monotonic() if leading else None
+        if leading:
+            log.info("%s acquired leadership of lease %s", self.identity, self.name)
+            return
+        age = time.monotonic() - self._renewed_at
+        log.warning(
+            "%s lost leadership of lease %s (last renewal %s ago)",
+            self.identity,
+            self.name,
+            f"{age:.1f}s" if age < 1e9 else "never",
+        )
+        for callback in self.on_lost:
+            callback()
+
+    def _drop(self) -> None:
+        """Somebody else holds a valid lease: stop at once, not at the renew deadline."""
+        self._renewed_at = -1e18
+        self.is_leader()
 
     def start(self, stop: threading.Event) -> None:
         self._thread = threading.Thread(target=self._loop, args=(stop,), name="leader", daemon=True)
@@ -57,27 +94,25 @@ class LeaderElector:
 
     def _loop(self, stop: threading.Event) -> None:
         while not stop.is_set():
-            was = self.is_leader()
             try:
                 self.try_acquire_or_renew()
             except Exception as exc:  # network trouble: is_leader lapses on its own
                 log.warning("lease %s: %s", self.name, exc)
-            now = self.is_leader()
-            if now != was:
-                log.info("%s %s leadership", self.identity, "acquired" if now else "lost")
+            self.is_leader()  # logs and calls back on a transition
             stop.wait(self.retry)
 
     def try_acquire_or_renew(self) -> bool:
         start = time.monotonic()
         stamp = _micro(datetime.now(UTC))
+        timeout = self.renew_deadline / 2  # a renewal answered later than this is worthless
         try:
-            lease = self.api.get(f"{self.path}/{self.name}")
+            lease = self.api.request("GET", f"{self.path}/{self.name}", timeout=timeout)
         except ApiError as exc:
             if exc.status != 404:
                 raise
             body = self._lease_body(None, stamp, stamp, 0)
             try:
-                self.api.request("POST", self.path, body=body, limited=False)
+                self.api.request("POST", self.path, body=body, timeout=timeout, limited=False)
             except ApiError as err:
                 if err.status == 409:
                     return False
@@ -92,14 +127,18 @@ class LeaderElector:
             self._observed = (record, seen)
         expired = seen - self._observed[1] > self.lease_duration
         if holder not in (None, "", self.identity) and not expired:
+            self._drop()
             return False
         transitions = int(spec.get("leaseTransitions") or 0) + (holder != self.identity)
         acquire = spec.get("acquireTime") if holder == self.identity else stamp
         body = self._lease_body(lease, acquire or stamp, stamp, transitions)
         try:
-            self.api.request("PUT", f"{self.path}/{self.name}", body=body, limited=False)
+            self.api.request(
+                "PUT", f"{self.path}/{self.name}", body=body, timeout=timeout, limited=False
+            )
         except ApiError as exc:
             if exc.status == 409:  # somebody else renewed or took it first
+                self._drop()
                 return False
             raise
         self._renewed_at = start
@@ -128,7 +167,7 @@ class LeaderElector:
         """Give the lease up on a clean shutdown so a standby takes over at once."""
         if not self.is_leader():
             return
-        self._renewed_at = -1e18
+        self._drop()
         try:
             lease = self.api.get(f"{self.path}/{self.name}")
             if (lease.get("spec") or {}).get("holderIdentity") == self.identity:

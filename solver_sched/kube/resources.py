@@ -31,6 +31,8 @@ class Resource:
         return f"{self.kind}.{self.api_version}"
 
 
+LAST_SCALE = "solver-sched.io/last-scale-time"  # a job's cooldown stamp, on its PodGroup/PyTorchJob
+
 NODES = Resource("Node", "v1", "nodes")
 PODS = Resource("Pod", "v1", "pods")
 PRIORITY_CLASSES = Resource("PriorityClass", "scheduling.k8s.io/v1", "priorityclasses")

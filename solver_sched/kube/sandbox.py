@@ -5,6 +5,7 @@ integration tests (no kubelet or controllers run there: this is what stands in f
 from __future__ import annotations
 
 import json
+import secrets
 import signal
 import subprocess
 import threading
@@ -244,6 +245,67 @@ class Sandbox:
     dir: Path
 
 
+class ApiServer:
+    """One kube-testenv process that can be stopped (SIGTERM), killed (SIGKILL) and started again
+    on the same port, etcd data and credentials: an API-server restart, as clients see one."""
+
+    def __init__(
+        self, binary: Path, work: Path, log: Path, extra_args: tuple[str, ...] = ()
+    ) -> None:
+        self.binary, self.work, self.log, self.extra_args = binary, work, log, extra_args
+        self.token = secrets.token_hex(16)
+        self.port = 0  # picked by the first start, kept by the later ones
+        self.proc: subprocess.Popen[str] | None = None
+        self.info: Sandbox | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def start(self, timeout: float = 120.0) -> Sandbox:
+        args = [
+            str(self.binary),
+            "--dir",
+            str(self.work),
+            "--port",
+            str(self.port),
+            "--token",
+            self.token,
+            *self.extra_args,
+        ]
+        with self.log.open("a") as err:
+            proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=err, text=True)
+        self.proc = proc
+        line: list[str] = []
+        reader = threading.Thread(
+            target=lambda: line.append(proc.stdout.readline() if proc.stdout else ""), daemon=True
+        )
+        reader.start()
+        reader.join(timeout=timeout)
+        if not line or not line[0].strip():
+            proc.kill()
+            raise RuntimeError(f"kube-testenv did not start; see {self.log}")
+        info = json.loads(line[0])
+        self.port = int(info["server"].rsplit(":", 1)[1])
+        self.info = Sandbox(info["kubeconfig"], info["server"], info["token"], Path(info["dir"]))
+        return self.info
+
+    def stop(self, timeout: float = 30.0) -> None:
+        if self.proc is None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+    def kill(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+
+
 @contextmanager
 def sandbox(
     binary: Path,
@@ -253,28 +315,10 @@ def sandbox(
     start_timeout: float = 120.0,
 ) -> Iterator[Sandbox]:
     """Start the API server, yield its coordinates, stop it (SIGTERM) on exit."""
-    with log.open("w") as err:
-        proc = subprocess.Popen(
-            [str(binary), "--dir", str(work), *extra_args],
-            stdout=subprocess.PIPE,
-            stderr=err,
-            text=True,
-        )
-        line: list[str] = []
-        reader = threading.Thread(
-            target=lambda: line.append(proc.stdout.readline() if proc.stdout else ""), daemon=True
-        )
-        reader.start()
-        reader.join(timeout=start_timeout)
-        if not line or not line[0].strip():
-            proc.kill()
-            raise RuntimeError(f"kube-testenv did not start; see {log}")
-        info = json.loads(line[0])
-        try:
-            yield Sandbox(info["kubeconfig"], info["server"], info["token"], Path(info["dir"]))
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+    log.write_text("")
+    server = ApiServer(binary, work, log, extra_args)
+    info = server.start(start_timeout)
+    try:
+        yield info
+    finally:
+        server.stop()

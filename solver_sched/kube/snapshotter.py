@@ -8,8 +8,8 @@ from typing import Any
 from solver_sched.config.schema import SchedulerConfig
 from solver_sched.domain.snapshot import ClusterSnapshot
 from solver_sched.io.kube_snapshot import snapshot_from_objects
-from solver_sched.kube.assume import Assumed
-from solver_sched.kube.resources import CONFIG_MAPS
+from solver_sched.kube.assume import Assumed, InFlight
+from solver_sched.kube.resources import CONFIG_MAPS, LAST_SCALE
 from solver_sched.kube.store import ObjectStore, object_key
 
 JsonObj = dict[str, Any]
@@ -20,24 +20,47 @@ def cluster_objects(store: ObjectStore) -> list[JsonObj]:
     return [o for o in store.all_objects() if o.get("kind") != CONFIG_MAPS.kind]
 
 
-InFlight = tuple[dict[str, tuple[str, str]], dict[str, str]]  # Assumed.snapshot()
+def source_of(obj: JsonObj) -> str:
+    """The ``Job.source`` form of an object that may carry a job's cooldown stamp."""
+    return f"{obj.get('kind')} {object_key(obj)}"
 
 
 def planning_objects(store: ObjectStore, inflight: InFlight) -> list[JsonObj]:
-    """The cluster as it will be once in-flight binds land and in-flight evictions finish."""
-    binds, evictions = inflight
+    """The cluster as it will be once reserved and in-flight binds land, in-flight evictions
+    finish and assumed cooldown stamps are written."""
     out = []
     for obj in cluster_objects(store):
-        if obj.get("kind") == "Pod":
+        kind = obj.get("kind")
+        if kind == "Pod":
             key, uid = object_key(obj), (obj.get("metadata") or {}).get("uid")
-            if evictions.get(key) == uid:
+            if inflight.evictions.get(key) == uid:
                 continue
-            bind = binds.get(key)
+            bind = inflight.binds.get(key)
             if bind is not None and bind[0] == uid and not (obj.get("spec") or {}).get("nodeName"):
                 obj = copy.deepcopy(obj)
                 obj["spec"]["nodeName"] = bind[1]
+        elif kind in ("PodGroup", "PyTorchJob") and inflight.stamps:
+            stamp = inflight.stamps.get(source_of(obj))
+            if stamp is not None:
+                meta = dict(obj.get("metadata") or {})
+                meta["annotations"] = {**(meta.get("annotations") or {}), LAST_SCALE: stamp}
+                obj = {**obj, "metadata": meta}
         out.append(obj)
     return out
+
+
+def stamps_seen(store: ObjectStore, sources: list[str]) -> dict[str, str]:
+    """source -> the last-scale-time annotation the watch shows on it (for reconciling)."""
+    if not sources:
+        return {}
+    wanted = set(sources)
+    seen = {}
+    for obj in store.all_objects():
+        if obj.get("kind") in ("PodGroup", "PyTorchJob") and source_of(obj) in wanted:
+            value = ((obj.get("metadata") or {}).get("annotations") or {}).get(LAST_SCALE)
+            if value:
+                seen[source_of(obj)] = str(value)
+    return seen
 
 
 def take_snapshots(
@@ -49,7 +72,7 @@ def take_snapshots(
     cooldown = config.settings.cooldown
     inflight = assumed.snapshot()
     plan_on = snapshot_from_objects(planning_objects(store, inflight), scheduler_name, cooldown)
-    if not any(inflight):
+    if not inflight:
         return plan_on, plan_on
     return plan_on, snapshot_from_objects(cluster_objects(store), scheduler_name, cooldown)
 

@@ -15,12 +15,11 @@ from typing import Any
 
 from solver_sched.domain.plan import Plan
 from solver_sched.domain.snapshot import ClusterSnapshot, InputError
-from solver_sched.kube.api import ApiError, KubeApi
-from solver_sched.kube.resources import POD_GROUP_APIS, PYTORCH_JOBS, WATCHED
+from solver_sched.kube.api import ApiError, Fenced, KubeApi
+from solver_sched.kube.resources import LAST_SCALE, POD_GROUP_APIS, PYTORCH_JOBS, WATCHED
 from solver_sched.kube.store import ObjectStore
 
 log = logging.getLogger(__name__)
-LAST_SCALE = "solver-sched.io/last-scale-time"
 _API_OF: dict[str, str] = {}  # kind -> the API version its Events name (the first one watched)
 for _r in WATCHED:
     _API_OF.setdefault(_r.kind, _r.api_version)
@@ -42,11 +41,26 @@ def waiting_reason(pod: dict[str, Any]) -> str:
     return ""
 
 
+def _warn(what: str, exc: ApiError) -> None:
+    if not isinstance(exc, Fenced):  # fenced: the lease is gone, nothing to report
+        log.warning("%s: %s", what, exc)
+
+
 class StatusWriter:
+    """Runs on the Reporter's thread. ``binding(pod)`` tells whether a bind of the pod is
+    reserved or in flight: such a pod is never marked unschedulable by a report that is older
+    than the decision to bind it."""
+
     def __init__(
-        self, api: KubeApi, store: ObjectStore, component: str, may_act: Callable[[], bool]
+        self,
+        api: KubeApi,
+        store: ObjectStore,
+        component: str,
+        may_act: Callable[[], bool],
+        binding: Callable[[str], bool] = lambda _pod: False,
     ) -> None:
         self.api, self.store, self.component, self.may_act = api, store, component, may_act
+        self.binding = binding
         self._sent: dict[tuple[str, str, str], float] = {}
         self._no_status: set[str] = set()  # PodGroup APIs without a status subresource
 
@@ -78,7 +92,7 @@ class StatusWriter:
         try:
             self.api.request("POST", f"/api/v1/namespaces/{ns}/events", body=body)
         except ApiError as exc:
-            log.warning("event %s on %s: %s", reason, key[0], exc)
+            _warn(f"event {reason} on {key[0]}", exc)
             return
         self._sent[key] = now
 
@@ -135,6 +149,8 @@ class StatusWriter:
         obj = self.store.get("Pod.v1", pod)
         if obj is None or (obj.get("spec") or {}).get("nodeName") or not self.may_act():
             return
+        if self.binding(pod):
+            return
         if waiting_reason(obj) == message:
             return
         ns, name = pod.split("/", 1)
@@ -160,7 +176,7 @@ class StatusWriter:
             )
         except ApiError as exc:
             if exc.status != 404:
-                log.warning("pod status %s: %s", pod, exc)
+                _warn(f"pod status {pod}", exc)
 
     # -- pod groups --------------------------------------------------------------------------
     def group_status(self, job: str, phase: str, running: int) -> None:
@@ -183,9 +199,9 @@ class StatusWriter:
             if exc.status == 404 and ref["apiVersion"].startswith("scheduling.volcano.sh"):
                 self._no_status.add(ref["apiVersion"])  # its CRD has no status subresource
             elif exc.status not in (404, 422):
-                log.warning("PodGroup status %s: %s", job, exc)
+                _warn(f"PodGroup status {job}", exc)
 
-    def last_scale_time(self, job: str, source: str, now: datetime) -> None:
+    def last_scale_time(self, job: str, source: str, stamp: str) -> None:
         """Stamp the object the snapshot read the job from (``Job.source``): a PyTorchJob that has
         no PodGroup, else the job's PodGroup. The snapshot reads the stamp back from there."""
         if not self.may_act():
@@ -200,11 +216,11 @@ class StatusWriter:
         else:
             log.warning("cooldown of %s: no PodGroup or PyTorchJob to record it on", job)
             return
-        patch = {"metadata": {"annotations": {LAST_SCALE: rfc3339(now)}}}
+        patch = {"metadata": {"annotations": {LAST_SCALE: stamp}}}
         try:
             self.api.request("PATCH", path, body=patch, content_type="application/merge-patch+json")
         except ApiError as exc:
-            log.warning("annotate %s: %s", job, exc)
+            _warn(f"annotate {job}", exc)
 
     # -- one cycle's report ------------------------------------------------------------------
     def report(

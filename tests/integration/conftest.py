@@ -47,6 +47,10 @@ def admin_api(testenv: TestEnv) -> KubeApi:
 
 @pytest.fixture(scope="session")
 def crds(admin_api: KubeApi) -> None:
+    install_crds(admin_api)
+
+
+def install_crds(admin_api: KubeApi) -> None:
     """The CRDs from deploy/crds, as for a cluster that lacks them."""
     kube = Kube(admin_api)
     for path in sorted((ROOT / "deploy" / "crds").glob("*.yaml")):
