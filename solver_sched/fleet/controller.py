@@ -358,8 +358,9 @@ class FleetController:
     ) -> None:
         by_uid = {j.uid: j for j in fleet.jobs.values()}
         for member, stale in fleet.stale.items():
+            writer = self._writer(member)
             for c in stale:  # before anything else happens in that member
-                if self._writer(member) and self._writer(member).delete(c):  # type: ignore[union-attr]
+                if writer is not None and writer.delete(c):
                     self.metrics.stale.inc()
                     job = by_uid.get(c.uid)
                     if job is not None:
