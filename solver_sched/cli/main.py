@@ -193,6 +193,12 @@ def _run(args: argparse.Namespace) -> int:
         bind_workers=args.bind_workers,
         eviction_grace_seconds=args.eviction_grace_seconds,
     )
+    if args.leader_elect and not args.lease_duration > args.renew_deadline > args.retry_period > 0:
+        print(
+            "solver-sched: need --lease-duration > --renew-deadline > --retry-period > 0",
+            file=sys.stderr,
+        )
+        return 2
     run_forever(opts, config)
     return 0
 

@@ -378,20 +378,19 @@ class Controller:
                     if resize and source:
                         self.assumed.forget_stamp(source, stamp)
                     return
-                pod = result.bound[0]
-                self.reporter.post(lambda: self._report_bound(row, pod, source, resize, stamp))
+                pods = result.bound
+                self.reporter.post(lambda: self._report_bound(row, pods, source, resize, stamp))
 
             return done
 
         return for_job
 
     def _report_bound(
-        self, row: JobOutcome, pod: str, source: str, resize: bool, stamp: str
+        self, row: JobOutcome, pods: list[str], source: str, resize: bool, stamp: str
     ) -> None:
-        ref = self.status.group_ref(row.name) or self.status.pod_ref(pod)
-        n = row.planned - row.current
+        ref = self.status.group_ref(row.name) or self.status.pod_ref(pods[0])
         self.status.event(
-            ref, "Scheduled", f"bound {n} pod(s): {row.current} -> {row.planned} workers"
+            ref, "Scheduled", f"bound {len(pods)} pod(s): {row.current} -> {row.planned} workers"
         )
         if resize:
             self.status.last_scale_time(row.name, source, stamp)
@@ -417,10 +416,12 @@ class Controller:
     def _report(self, plan: Plan, snap: ClusterSnapshot, out: Outcome, now: datetime) -> None:
         """The cycle's report, on the reporter's thread: input errors, conditions, PodGroup
         status and eviction Events."""
+        t = time.perf_counter()
         self.status.input_errors(snap.errors)
         self.status.report(
             plan, snap, set(out.binding), set(out.evicted) | set(out.cancelled), out.deferred, now
         )
+        self.metrics.phase_seconds.labels("status").observe(time.perf_counter() - t)
 
     def _record(
         self, result: CycleResult, out: Outcome, snap: ClusterSnapshot, seconds: float

@@ -126,7 +126,7 @@ def test_chaos_two_replicas_kill_pause_and_api_server_restarts(stage: Stage) -> 
             r.stop()
         watch.stop()
     print(f"actions: {actions}; gangs created {work.created}, finished {work.finished}")
-    assert work.finished > 10 and len(actions) >= 8  # the stage was really exercised
+    assert work.finished > 10 and len(actions) >= 5  # the stage was really exercised
     assert not partial, partial
     _check(stage, watch, replicas)
 
