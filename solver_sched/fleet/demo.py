@@ -15,6 +15,7 @@ from typing import Any
 
 from solver_sched.fleet.sandbox import Fleet, fleet_sandbox
 from solver_sched.io.fleet_snapshot import ANN_CLUSTER, ANN_GENERATION
+from solver_sched.kube.api import ApiError
 from solver_sched.kube.sandbox import Kube, wait_for
 
 JOBS = "/apis/kubeflow.org/v1/namespaces/team-a/pytorchjobs"
@@ -64,14 +65,14 @@ def _story(s: Scene, models: Path) -> None:
     s.out("== fleet: one model places each gang whole on one member")
     s.out("   member-1: four 8-GPU nodes with 3 GPUs free each (12 in sum); member-2: two idle")
     s.out("   8-GPU nodes. Queue team-a lets one job out at a time (kube-queue/max-jobs 1).")
+    s.hub.ensure_namespace("team-a")
     s.hub.create_all([o for o in s.hub.load(models / "hub.yaml") if o["kind"] != "PyTorchJob"])
-    for o in s.hub.load(models / "hub.yaml"):
-        if o["kind"] == "PyTorchJob":
-            o["metadata"].pop("uid", None)
-            o["metadata"].pop("creationTimestamp", None)
-            s.hub.create(o)
-            time.sleep(1.1)  # train-1 is the older one
-    s.say("submitted team-a/train-1 and team-a/train-2 (1 master + 2 workers x 4 GPUs each)")
+    jobs = {o["metadata"]["name"]: o for o in s.hub.load(models / "hub.yaml")}
+    for o in jobs.values():
+        o["metadata"].pop("uid", None)
+        o["metadata"].pop("creationTimestamp", None)
+    s.hub.create(jobs["train-1"])
+    s.say("submitted team-a/train-1 (1 master + 2 workers x 4 GPUs)")
     first = wait_for("train-1 placed", lambda: s.placement("train-1"), timeout=60)
     event = next(
         e["message"]
@@ -79,6 +80,8 @@ def _story(s: Scene, models: Path) -> None:
         if e["reason"] == "ScheduleBindingSucceed"
     )
     s.say(f"train-1 -> {first}: ScheduleBindingSucceed  {event}")
+    s.hub.create(jobs["train-2"])
+    s.say("submitted team-a/train-2, the same shape")
     wait_for("train-2 queued", lambda: s.condition("train-2", "Scheduled").get("message"), 30)
     s.say(f"train-2 waits: {s.condition('train-2', 'Scheduled')['message']}")
     wait_for("pods bound", lambda: sum(1 for _, n in s.pods(first) if n) == 3, timeout=60)
@@ -102,7 +105,7 @@ def _story(s: Scene, models: Path) -> None:
     s.out("")
     s.out(f"== failover: {first} stops; after tolerationSeconds (30 s) train-1 is placed again")
     s.fleet.members[first].stop_server()
-    s.say(f"{first}'s API server stopped")
+    s.say(f"{first}'s API server is gone (killed)")
     wait_for("failover", lambda: s.placement("train-1") == other, timeout=90)
     gen = s.job("train-1")["metadata"]["annotations"][ANN_GENERATION]
     s.say(f"train-1 -> {other} (placement generation {gen}); train-2 still waits for max-jobs")
@@ -162,7 +165,7 @@ def run_fleet_demo(
         out(f"fleet controller started: solver-sched fleet (pid {proc.pid}, log {log})")
         try:
             _story(Scene(f, out), root / "models" / "fleet")
-        except AssertionError as exc:
+        except (AssertionError, ApiError) as exc:
             out(f"fleet demo step failed: {exc}")
             return 1
         finally:

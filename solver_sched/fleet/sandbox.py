@@ -87,13 +87,16 @@ class ApiServer:
             raise RuntimeError(f"kube-testenv {self.name} did not start; see {self.log}")
         self.info = json.loads(line[0])
 
-    def stop(self) -> None:
+    def stop(self, kill: bool = False) -> None:
+        """SIGTERM (a clean shutdown, which drains for up to 30 s), or SIGKILL: the server is
+        gone at once, as in a crash; its etcd data survives in the page cache for a restart."""
         if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+            self.proc.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
             try:
                 self.proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
+                self.proc.wait(timeout=10)
         self.proc = None
 
     @property
@@ -288,14 +291,14 @@ class Member:
             self.scheduler = scheduler_process(self.server.kubeconfig, self.log)
 
     def stop_server(self) -> None:
-        """The member goes away (its operator and scheduler keep retrying)."""
-        self.server.stop()
+        """The member goes away at once (its operator and scheduler keep retrying)."""
+        self.server.stop(kill=True)
 
-    def stop(self) -> None:
+    def stop(self, kill: bool = False) -> None:
         _stop(self.scheduler)
         self.scheduler = None
         self.operator.stop()
-        self.server.stop()
+        self.server.stop(kill)
 
     def cluster_objects(self) -> list[dict[str, Any]]:
         """The hub's view of this member: a Karmada Cluster and its Secret (token, caBundle)."""
@@ -365,6 +368,6 @@ def fleet_sandbox(
             member.start()
         yield fleet
     finally:
-        for member in fleet.members.values():
-            member.stop()
-        fleet.hub.stop()
+        for member in fleet.members.values():  # throw-away servers: no need to drain
+            member.stop(kill=True)
+        fleet.hub.stop(kill=True)
