@@ -9,6 +9,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+from solver_sched.cli import fleet as fleet_cli
 from solver_sched.cli import simulate
 from solver_sched.config.schema import ConfigError, SchedulerConfig, load_config
 from solver_sched.cycle import BACKENDS, run_cycle
@@ -37,6 +38,13 @@ def _parser() -> argparse.ArgumentParser:
     w.add_argument("-o", "--output", choices=("table", "json"), default="table")
     w.add_argument("--now", type=_now, help="RFC 3339 clock for cooldowns (default: now)")
     w.add_argument("--scheduler-name", help="schedulerName of pods we may bind")
+    w.add_argument(
+        "--member",
+        action="append",
+        default=[],
+        metavar="NAME=FILE",
+        help="fleet what-if: a member's nodes and pods (repeat); the files are then the hub's",
+    )
     r = sub.add_parser("run", help="schedule a live cluster (the secondary scheduler)")
     r.add_argument(
         "--kubeconfig",
@@ -104,8 +112,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     r.add_argument("--config", type=Path, help="initial config before the ConfigMap is read")
     r.add_argument("-v", "--verbose", action="store_true")
+    fleet_cli.add_parser(sub)
     demo = sub.add_parser("demo", help="the seed scenarios live on a local API server")
     demo.add_argument("--testenv", type=Path, default=Path(".cache/bin/kube-testenv"))
+    demo.add_argument(
+        "--operator", type=Path, default=Path(".cache/bin/training-operator"), help="for the fleet"
+    )
+    demo.add_argument("--scene", choices=("cluster", "fleet", "all"), default="all")
     simulate.add_parser(sub)
     d = sub.add_parser("dump", help="write the live cluster as a what-if input file")
     d.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"))
@@ -126,12 +139,18 @@ def main(argv: list[str] | None = None) -> int:
         return _run(args)
     if args.command == "dump":
         return _dump(args)
+    if args.command == "fleet":
+        return fleet_cli.run(args)
     if args.command == "simulate":
         return simulate.run(args)
     if args.command == "demo":
+        from solver_sched.fleet.demo import run_fleet_demo
         from solver_sched.kube.demo import run_demo
 
-        return run_demo(args.testenv, Path.cwd())
+        rc = run_demo(args.testenv, Path.cwd()) if args.scene != "fleet" else 0
+        if rc == 0 and args.scene != "cluster":
+            rc = run_fleet_demo(args.testenv, args.operator, Path.cwd())
+        return rc
     if args.command == "generate":
         from solver_sched.synthetic import write_cluster
 
@@ -207,8 +226,10 @@ def _whatif(args: argparse.Namespace) -> int:
         print(f"solver-sched: {exc}", file=sys.stderr)
         return 2
     name = args.scheduler_name or config.settings.scheduler_name
-    snapshot = snapshot_from_objects(objects, name, config.settings.cooldown)
     now = args.now or datetime.now(UTC)
+    if args.member:
+        return fleet_cli.whatif(args, objects, config, name, now)
+    snapshot = snapshot_from_objects(objects, name, config.settings.cooldown)
     result = run_cycle(snapshot, config, now, args.solver, args.time_limit)
     print(to_json_text(result, snapshot) if args.output == "json" else to_table(result, snapshot))
     if result.violations:

@@ -32,6 +32,7 @@ CLUSTER_SCOPED = {
     "CustomResourceDefinition",
     "ClusterRole",
     "ClusterRoleBinding",
+    "Cluster",
 }
 PLURALS = {
     "Node": "nodes",
@@ -55,6 +56,9 @@ PLURALS = {
     "Service": "services",
     "Event": "events",
     "Job": "jobs",
+    "Secret": "secrets",
+    "Cluster": "clusters",
+    "PropagationPolicy": "propagationpolicies",
 }
 
 

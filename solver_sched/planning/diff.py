@@ -8,7 +8,7 @@ from solver_sched.domain.plan import BindPod, EvictJob, JobOutcome, Plan
 from solver_sched.domain.snapshot import ClusterSnapshot
 from solver_sched.formulation.sizes import change_to
 from solver_sched.placement.state import PlanState
-from solver_sched.planning.explain import explain
+from solver_sched.planning.explain import Room, explain
 
 
 def diff(snapshot: ClusterSnapshot, st: PlanState, now: datetime, notes: list[str]) -> Plan:
@@ -22,6 +22,7 @@ def diff(snapshot: ClusterSnapshot, st: PlanState, now: datetime, notes: list[st
         bound_on.setdefault(b.node, set()).add(b.job)
     evictions = []
     outcomes = []
+    rooms: Room = {}
     for name in sorted(snapshot.jobs):
         job = snapshot.jobs[name]
         jm = models.get(name)
@@ -51,7 +52,7 @@ def diff(snapshot: ClusterSnapshot, st: PlanState, now: datetime, notes: list[st
                 allowed_sizes=job.allowed_sizes() if not job.invalid else (),
                 current=current,
                 planned=planned,
-                reason=reason or explain(st, job, jm, planned, now),
+                reason=reason or explain(st, job, jm, planned, now, rooms),
             )
         )
     return Plan(binds=binds, evictions=tuple(evictions), jobs=tuple(outcomes), notes=tuple(notes))

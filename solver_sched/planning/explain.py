@@ -5,14 +5,25 @@ from __future__ import annotations
 from datetime import datetime
 
 from solver_sched.domain import resources as res
-from solver_sched.domain.cluster import Job
+from solver_sched.domain.cluster import Job, Pod
 from solver_sched.domain.quota import MAX_JOBS
 from solver_sched.formulation.problem import JobModel
 from solver_sched.formulation.sizes import change_to
 from solver_sched.placement.state import PlanState
 
+Room = dict[object, tuple[int, int]]  # pod shape -> (pods of it that fit, GPUs free), per plan
 
-def explain(st: PlanState, job: Job, jm: JobModel | None, planned: int, now: datetime) -> str:
+
+def explain(
+    st: PlanState,
+    job: Job,
+    jm: JobModel | None,
+    planned: int,
+    now: datetime,
+    rooms: Room | None = None,
+) -> str:
+    """``rooms`` caches the free room per pod shape across the jobs of one plan (the final
+    state is the same for all of them): thousands of short jobs on a fleet share a few shapes."""
     static = st.problem.reasons.get(job.name)
     if jm is None and static:  # left out of the model: invalid, completing, bad queue
         return static
@@ -38,12 +49,11 @@ def explain(st: PlanState, job: Job, jm: JobModel | None, planned: int, now: dat
     missing = [p for p in need if p.name not in st.placed]
     if missing:
         pod = missing[0]
-        room = sum(res.how_many_fit(pod.requests, st.nodes.free[n]) for n in st.nodes.feasible(pod))
+        room, free = _room(st, pod, rooms if rooms is not None else {})
         n = len(missing)
         head = f"needs {n} x " if planned == 0 else f"size {target} needs {n} more x "
         gpus = pod.requests.get(res.GPU, 0)
         if gpus:
-            free = sum(max(0, st.nodes.free[n].get(res.GPU, 0)) for n in st.nodes.feasible(pod))
             what, tail = f"{res.GPU}={gpus}", f"{free} free on schedulable nodes"
             if room * gpus != free:
                 tail += f", room for {room} such pods"
@@ -56,6 +66,17 @@ def explain(st: PlanState, job: Job, jm: JobModel | None, planned: int, now: dat
             )
         return f"{head}{what}, {tail}"
     return "held back by the objective (capacity kept for higher-priority or guaranteed work)"
+
+
+def _room(st: PlanState, pod: Pod, rooms: Room) -> tuple[int, int]:
+    key = (res.key(pod.requests), pod.constraints)
+    if key not in rooms:
+        feasible = list(st.nodes.feasible(pod))
+        rooms[key] = (
+            sum(res.how_many_fit(pod.requests, st.nodes.free[n]) for n in feasible),
+            sum(max(0, st.nodes.free[n].get(res.GPU, 0)) for n in feasible),
+        )
+    return rooms[key]
 
 
 def _quota_reason(st: PlanState, j: int, size: int) -> str:
