@@ -11,8 +11,13 @@ SEEDS := gang-8-on-5 elastic-fill guaranteed-preempts-elastic cooldown quota-max
 GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 TESTENV := .cache/bin/kube-testenv
 TESTENV_SRC := tools/kube-testenv/main.go tools/kube-testenv/go.mod tools/kube-testenv/go.sum
+# The Kubeflow training-operator v1.8.1 (the members' operator in the fleet tests and demo), its
+# upstream main built from the module; its CRDs are copied from the same module.
+OPERATOR := .cache/bin/training-operator
+OPERATOR_SRC := tools/training-operator/go.mod tools/training-operator/go.sum
+OPERATOR_PKG := github.com/kubeflow/training-operator/cmd/training-operator.v1
 
-.PHONY: run whatif test lint unit install testenv clean mutation
+.PHONY: run whatif test lint unit install testenv operator clean mutation
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,8 +34,17 @@ $(TESTENV): $(TESTENV_SRC)
 
 testenv: $(TESTENV)
 
-run: $(STAMP) $(TESTENV)
-	$(BIN)/solver-sched demo --testenv $(TESTENV)
+$(OPERATOR): $(OPERATOR_SRC)
+	mkdir -p $(dir $(OPERATOR)) .cache/crds
+	cd tools/training-operator && CGO_ENABLED=0 $(GO) build -trimpath -o ../../$(OPERATOR) $(OPERATOR_PKG)
+	cd tools/training-operator && cp "$$($(GO) list -m -f '{{.Dir}}' github.com/kubeflow/training-operator)/manifests/base/crds/kubeflow.org_pytorchjobs.yaml" \
+	  "$$($(GO) list -m -f '{{.Dir}}' sigs.k8s.io/scheduler-plugins)/config/crd/bases/scheduling.x-k8s.io_podgroups.yaml" ../../.cache/crds/
+	chmod u+w .cache/crds/*.yaml
+
+operator: $(OPERATOR)
+
+run: $(STAMP) $(TESTENV) $(OPERATOR)
+	$(BIN)/solver-sched demo --testenv $(TESTENV) --operator $(OPERATOR)
 
 whatif: $(STAMP)
 	@for s in $(SEEDS); do \
@@ -47,7 +61,7 @@ lint: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest -m "not integration"
 
-test: lint $(TESTENV)
+test: lint $(TESTENV) $(OPERATOR)
 	$(BIN)/pytest
 
 # Mutation testing (mutmut, pinned in pyproject.toml's `mutation` extra; not part of `make test`:

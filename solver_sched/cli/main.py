@@ -11,6 +11,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from solver_sched.cli import fleet as fleet_cli
 from solver_sched.cli import simulate
 from solver_sched.config.schema import ConfigError, SchedulerConfig, load_config
 from solver_sched.cycle import BACKENDS, run_cycle
@@ -40,6 +41,13 @@ def _parser() -> argparse.ArgumentParser:
     w.add_argument("-o", "--output", choices=("table", "json"), default="table")
     w.add_argument("--now", type=_now, help="RFC 3339 clock for cooldowns (default: now)")
     w.add_argument("--scheduler-name", help="schedulerName of pods we may bind")
+    w.add_argument(
+        "--member",
+        action="append",
+        default=[],
+        metavar="NAME=FILE",
+        help="fleet what-if: a member's nodes and pods (repeat); the files are then the hub's",
+    )
     w.add_argument(
         "--timings", action="store_true", help="print seconds per step to stderr (one JSON line)"
     )
@@ -110,8 +118,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     r.add_argument("--config", type=Path, help="initial config before the ConfigMap is read")
     r.add_argument("-v", "--verbose", action="store_true")
+    fleet_cli.add_parser(sub)
     demo = sub.add_parser("demo", help="the seed scenarios live on a local API server")
     demo.add_argument("--testenv", type=Path, default=Path(".cache/bin/kube-testenv"))
+    demo.add_argument(
+        "--operator", type=Path, default=Path(".cache/bin/training-operator"), help="for the fleet"
+    )
+    demo.add_argument("--scene", choices=("cluster", "fleet", "all"), default="all")
     simulate.add_parser(sub)
     d = sub.add_parser("dump", help="write the live cluster as a what-if input file")
     d.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"))
@@ -132,12 +145,18 @@ def main(argv: list[str] | None = None) -> int:
         return _run(args)
     if args.command == "dump":
         return _dump(args)
+    if args.command == "fleet":
+        return fleet_cli.run(args)
     if args.command == "simulate":
         return simulate.run(args)
     if args.command == "demo":
+        from solver_sched.fleet.demo import run_fleet_demo
         from solver_sched.kube.demo import run_demo
 
-        return run_demo(args.testenv, Path.cwd())
+        rc = run_demo(args.testenv, Path.cwd()) if args.scene != "fleet" else 0
+        if rc == 0 and args.scene != "cluster":
+            rc = run_fleet_demo(args.testenv, args.operator, Path.cwd())
+        return rc
     if args.command == "generate":
         from solver_sched.synthetic import write_cluster
 
@@ -217,16 +236,18 @@ def _whatif_cycle(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     try:
         config = load_config(args.config) if args.config else SchedulerConfig()
-        objects = load_objects(args.files)
+        objects = load_objects(args.files, whole=bool(args.member))  # the fleet reads more
     except (ConfigError, InputFileError) as exc:
         print(f"solver-sched: {exc}", file=sys.stderr)
         return 2
     start = _step(steps, "read", start)
     name = args.scheduler_name or config.settings.scheduler_name
+    now = args.now or datetime.now(UTC)
+    if args.member:
+        return fleet_cli.whatif(args, objects, config, name, now)
     snapshot = snapshot_from_objects(objects, name, config.settings.cooldown)
     del objects  # the raw objects are not needed past the snapshot: keep the peak down
     start = _step(steps, "snapshot", start)
-    now = args.now or datetime.now(UTC)
     result = run_cycle(snapshot, config, now, args.solver, args.time_limit)
     start = _step(steps, "cycle", start)
     print(to_json_text(result, snapshot) if args.output == "json" else to_table(result, snapshot))

@@ -37,8 +37,11 @@ def to_values(
             k = problem.classes[cid].cluster
             values[v.w[(index[name], k)]] = 1
             values[v.z[(index[name], sid, k)]] += n
+    w_of: dict[int, list[int]] = {}
+    for (jj, _), var in v.w.items():
+        w_of.setdefault(jj, []).append(var)
     for j, jm in enumerate(problem.jobs):
-        if v.w and run[j] and not any(values[var] for (jj, _), var in v.w.items() if jj == j):
+        if v.w and run[j] and not any(values[var] for var in w_of.get(j, ())):
             k = jm.clusters[0] if jm.clusters else problem.clusters[0]
             values[v.w[(j, k)]] = 1
     for r, var in v.u.items():

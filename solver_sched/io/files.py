@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -30,22 +30,25 @@ CHUNK = 1 << 24  # characters read at a time
 _WS = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
 _noted: list[bool] = []
+Keep = Callable[[dict[str, Any]], dict[str, Any]]  # what of an object to keep: slim, or all
 
 
 class InputFileError(Exception):
     """An unreadable input file: the message names the file and the parser's complaint."""
 
 
-def load_objects(paths: list[Path]) -> list[dict[str, Any]]:
+def load_objects(paths: list[Path], whole: bool = False) -> list[dict[str, Any]]:
+    """The objects of the files, slimmed to what the snapshot loader reads (``whole``: as they
+    are, for readers of other fields, such as the fleet's hub)."""
     with gc_paused():
-        return _load(paths)
+        return _load(paths, (lambda o: o) if whole else slim)
 
 
-def _load(paths: list[Path]) -> list[dict[str, Any]]:
+def _load(paths: list[Path], keep: Keep) -> list[dict[str, Any]]:
     objects: list[dict[str, Any]] = []
     for path in paths:
         try:
-            objects.extend(_read(path))
+            objects.extend(_read(path, keep))
         except OSError as exc:
             raise InputFileError(f"{path}: {exc.strerror or exc}") from None
         except UnicodeDecodeError as exc:
@@ -53,25 +56,25 @@ def _load(paths: list[Path]) -> list[dict[str, Any]]:
     return objects
 
 
-def _read(path: Path) -> list[dict[str, Any]]:
+def _read(path: Path, keep: Keep) -> list[dict[str, Any]]:
     with path.open(encoding="utf-8-sig", newline="") as f:
         head = f.read(CHUNK)
         start = _WS.match(head).end()  # type: ignore[union-attr]
         if head[start : start + 1] in ("{", "["):
             try:
-                return list(_json_objects(_Stream(f, head), path))
+                return list(_json_objects(_Stream(f, head), path, keep))
             except json.JSONDecodeError as exc:
                 error = exc
             f.seek(0)
             text = f.read()
             try:
-                return _yaml_objects(text, path)
+                return _yaml_objects(text, path, keep)
             except InputFileError:
                 raise InputFileError(f"{path}: not valid YAML/JSON: {error}") from None
-        return _yaml_objects(head + f.read(), path)
+        return _yaml_objects(head + f.read(), path, keep)
 
 
-def _yaml_objects(text: str, path: Path) -> list[dict[str, Any]]:
+def _yaml_objects(text: str, path: Path, keep: Keep) -> list[dict[str, Any]]:
     if _YAML_LOADER is yaml.SafeLoader and not _noted:
         _noted.append(True)
         warnings.warn(
@@ -84,10 +87,10 @@ def _yaml_objects(text: str, path: Path) -> list[dict[str, Any]]:
         docs = list(yaml.load_all(text, Loader=_YAML_LOADER))
     except yaml.YAMLError as exc:
         raise InputFileError(f"{path}: not valid YAML/JSON: {exc}") from None
-    return [o for doc in docs for o in _flatten(doc, path)]
+    return [o for doc in docs for o in _flatten(doc, path, keep)]
 
 
-def _flatten(doc: object, path: Path) -> list[dict[str, Any]]:
+def _flatten(doc: object, path: Path, keep: Keep) -> list[dict[str, Any]]:
     if doc is None:
         return []
     if not isinstance(doc, dict):
@@ -95,9 +98,9 @@ def _flatten(doc: object, path: Path) -> list[dict[str, Any]]:
     if str(doc.get("kind") or "").endswith("List") and isinstance(doc.get("items"), list):
         out = []
         for item in doc["items"]:
-            out.extend(_flatten(item, path))
+            out.extend(_flatten(item, path, keep))
         return out
-    return [slim(doc)]
+    return [keep(doc)]
 
 
 class _Stream:
@@ -141,13 +144,13 @@ class _Stream:
             return obj
 
 
-def _json_objects(s: _Stream, path: Path) -> Iterator[dict[str, Any]]:
+def _json_objects(s: _Stream, path: Path, keep: Keep) -> Iterator[dict[str, Any]]:
     """The objects of the top-level JSON values (one, or several in a row). An object's ``items``
     array is decoded item by item, each item slimmed at once, since a List's ``kind`` may come
     after its items."""
     while s.peek():
         if s.peek() != "{":
-            yield from _flatten(s.value(), path)
+            yield from _flatten(s.value(), path, keep)
             continue
         s.take("{")
         doc: dict[str, Any] = {}
@@ -156,26 +159,26 @@ def _json_objects(s: _Stream, path: Path) -> Iterator[dict[str, Any]]:
                 s.take(",")
             key = s.value()
             s.take(":")
-            doc[key] = _items(s) if key == "items" and s.peek() == "[" else s.value()
+            doc[key] = _items(s, keep) if key == "items" and s.peek() == "[" else s.value()
         s.take("}")
         items = doc.get("items")
         if not (str(doc.get("kind") or "").endswith("List") and isinstance(items, list)):
-            yield slim(doc)
+            yield keep(doc)
             continue
         for item in items:
             if isinstance(item, dict) and "items" not in item:
                 yield item  # slimmed already
             else:
-                yield from _flatten(item, path)
+                yield from _flatten(item, path, keep)
 
 
-def _items(s: _Stream) -> list[Any]:
+def _items(s: _Stream, keep: Keep) -> list[Any]:
     s.take("[")
     items: list[Any] = []
     while s.peek() != "]":
         if items:
             s.take(",")
         item = s.value()
-        items.append(slim(item) if isinstance(item, dict) and "items" not in item else item)
+        items.append(keep(item) if isinstance(item, dict) and "items" not in item else item)
     s.take("]")
     return items

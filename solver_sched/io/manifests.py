@@ -124,7 +124,7 @@ def pod_group(
         meta["annotations"] = anns
     if api == "scheduling.k8s.io":
         return {
-            "apiVersion": "scheduling.k8s.io/v1alpha1",
+            "apiVersion": "scheduling.k8s.io/v1beta1",
             "kind": "PodGroup",
             "metadata": meta,
             "spec": {"schedulingPolicy": {"gang": {"minCount": min_member}}},

@@ -4,7 +4,8 @@
 object is status, managedFields and container details the scheduler never reads, and keeping them
 until the snapshot is built is what made a 2,000-node dump cost over a gigabyte. The fields kept
 are exactly those the models declare (by alias and by name), so validation and its error messages
-are the same as on the full object; objects of other kinds keep only what names them.
+are the same as on the full object. Objects of other kinds are kept whole: other readers (the
+fleet's PropagationPolicies) may need them, and a dump holds few.
 """
 
 from __future__ import annotations
@@ -19,13 +20,13 @@ from pydantic import BaseModel
 from solver_sched.io.objects import MODEL_OF_KIND
 
 Tree = dict[str, "Tree | None"]  # field -> what to keep of its value (None: all of it)
-_NAMING: Tree = {"name": None, "namespace": None}
 
 
 def slim(obj: dict[str, Any]) -> dict[str, Any]:
     model = MODEL_OF_KIND.get(obj.get("kind"))  # type: ignore[arg-type]
-    tree = _tree(model) if model is not None else _OTHER
-    return _keep(obj, tree)  # type: ignore[no-any-return]
+    if model is None:
+        return obj
+    return _keep(obj, _tree(model))  # type: ignore[no-any-return]
 
 
 def _keep(value: Any, tree: Tree | None) -> Any:
@@ -71,6 +72,3 @@ def _sub(annotation: Any) -> Tree | None:
         if len(trees) == 1 and (origin is list or len(models) == 2):
             return trees[0]  # list[M] or M | None
     return None
-
-
-_OTHER: Tree = {"kind": None, "apiVersion": None, "metadata": _NAMING}

@@ -46,7 +46,7 @@ WATCHED: tuple[Resource, ...] = (
     Resource("PodGroup", "scheduling.x-k8s.io/v1alpha1", "podgroups", optional=True),
     Resource("PodGroup", "scheduling.sigs.k8s.io/v1alpha1", "podgroups", optional=True),
     Resource("PodGroup", "scheduling.volcano.sh/v1beta1", "podgroups", optional=True),
-    Resource("PodGroup", "scheduling.k8s.io/v1alpha1", "podgroups", optional=True),
+    Resource("PodGroup", "scheduling.k8s.io/v1beta1", "podgroups", optional=True),
     Resource(
         "ElasticQuotaTree", "scheduling.sigs.k8s.io/v1beta1", "elasticquotatrees", optional=True
     ),

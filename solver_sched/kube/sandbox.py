@@ -32,6 +32,7 @@ CLUSTER_SCOPED = {
     "CustomResourceDefinition",
     "ClusterRole",
     "ClusterRoleBinding",
+    "Cluster",
 }
 PLURALS = {
     "Node": "nodes",
@@ -39,6 +40,7 @@ PLURALS = {
     "Namespace": "namespaces",
     "ConfigMap": "configmaps",
     "PodGroup": "podgroups",
+    "Workload": "workloads",
     "ElasticQuotaTree": "elasticquotatrees",
     "PyTorchJob": "pytorchjobs",
     "PriorityClass": "priorityclasses",
@@ -54,6 +56,9 @@ PLURALS = {
     "Service": "services",
     "Event": "events",
     "Job": "jobs",
+    "Secret": "secrets",
+    "Cluster": "clusters",
+    "PropagationPolicy": "propagationpolicies",
 }
 
 
@@ -206,6 +211,8 @@ class Kube:
                 ("Event", "v1"),
                 ("PodGroup", "scheduling.x-k8s.io/v1alpha1"),
                 ("PodGroup", "scheduling.volcano.sh/v1beta1"),
+                ("PodGroup", "scheduling.k8s.io/v1beta1"),
+                ("Workload", "scheduling.k8s.io/v1beta1"),
                 ("Lease", "coordination.k8s.io/v1"),
             ):
                 probe = {"apiVersion": api, "kind": kind, "metadata": {"namespace": ns}}

@@ -19,6 +19,8 @@ from solver_sched.kube.api import ApiError, Fenced, KubeApi
 from solver_sched.kube.resources import LAST_SCALE, POD_GROUP_APIS, PYTORCH_JOBS, WATCHED
 from solver_sched.kube.store import ObjectStore
 
+K8S_GROUP = "scheduling.k8s.io"  # the in-tree gang API: conditions, not phase/running
+
 log = logging.getLogger(__name__)
 _API_OF: dict[str, str] = {}  # kind -> the API version its Events name (the first one watched)
 for _r in WATCHED:
@@ -179,12 +181,31 @@ class StatusWriter:
                 _warn(f"pod status {pod}", exc)
 
     # -- pod groups --------------------------------------------------------------------------
-    def group_status(self, job: str, phase: str, running: int) -> None:
+    def group_status(
+        self, job: str, phase: str, running: int, reason: str = "", now: datetime | None = None
+    ) -> None:
+        """``status.phase``/``running`` for the CRD PodGroups; for the in-tree 1.37 PodGroup
+        (``scheduling.k8s.io/v1beta1``) its own condition, ``PodGroupInitiallyScheduled``."""
         ref = self.group_ref(job)
         if ref is None or not self.may_act() or ref["apiVersion"] in self._no_status:
             return
-        obj = self.store.get(POD_GROUP_APIS[ref["apiVersion"].split("/")[0]].key, job) or {}
+        group = ref["apiVersion"].split("/")[0]
+        obj = self.store.get(POD_GROUP_APIS[group].key, job) or {}
         status = obj.get("status") or {}
+        if group == K8S_GROUP:
+            scheduled = phase == "Running"
+            message = f"{running} pods bound" if scheduled else reason
+            self.group_condition(
+                ref,
+                obj,
+                "PodGroupInitiallyScheduled",
+                scheduled,
+                "Scheduled" if scheduled else "Unschedulable",
+                message,
+                now or datetime.now(UTC),
+                terminal=True,
+            )
+            return
         if status.get("phase") == phase and status.get("running") == running:
             return
         path = self._group_path(ref)
@@ -200,6 +221,52 @@ class StatusWriter:
                 self._no_status.add(ref["apiVersion"])  # its CRD has no status subresource
             elif exc.status not in (404, 422):
                 _warn(f"PodGroup status {job}", exc)
+
+    def group_condition(
+        self,
+        ref: dict[str, Any],
+        obj: dict[str, Any],
+        kind: str,
+        true: bool,
+        reason: str,
+        message: str,
+        now: datetime,
+        terminal: bool = False,
+    ) -> None:
+        """One ``metav1.Condition`` on an in-tree PodGroup, written when it changed; a
+        ``terminal`` condition that is True already (PodGroupInitiallyScheduled) stays so."""
+        old: dict[str, Any] = next(
+            (c for c in (obj.get("status") or {}).get("conditions") or [] if c.get("type") == kind),
+            {},
+        )
+        status = "True" if true else "False"
+        if terminal and old.get("status") == "True":
+            return
+        if (
+            old.get("status") == status
+            and old.get("reason") == reason
+            and (old.get("message") == message)
+        ):
+            return
+        changed = old.get("status") != status
+        condition = {
+            "type": kind,
+            "status": status,
+            "reason": reason,
+            "message": message[:1024],
+            "lastTransitionTime": rfc3339(now) if changed else old.get("lastTransitionTime"),
+            "observedGeneration": (obj.get("metadata") or {}).get("generation"),
+        }
+        try:
+            self.api.request(
+                "PATCH",
+                f"{self._group_path(ref)}/status",
+                body={"status": {"conditions": [condition]}},
+                content_type="application/strategic-merge-patch+json",
+            )
+        except ApiError as exc:
+            if exc.status != 404:
+                _warn(f"PodGroup condition {ref.get('namespace')}/{ref.get('name')}", exc)
 
     def last_scale_time(self, job: str, source: str, stamp: str) -> None:
         """Stamp the object the snapshot read the job from (``Job.source``): a PyTorchJob that has
@@ -252,7 +319,7 @@ class StatusWriter:
                 self.unschedulable(p.name, reason, now)
             running = row.current + sum(1 for p in job.pods if p in bound)
             phase = "Running" if running >= row.min_workers and running else "Pending"
-            self.group_status(row.name, phase, running)
+            self.group_status(row.name, phase, running, reason, now)
         for ev in plan.evictions:
             done = [p for p in ev.pods if p in evicted]
             if not done:
@@ -263,3 +330,8 @@ class StatusWriter:
                 self.event(self.pod_ref(pod_name), reason, ev.reason, warning=reason == "Preempted")
             if ref is not None:
                 self.event(ref, reason, ev.reason, warning=reason == "Preempted")
+                if reason == "Preempted" and ref["apiVersion"].startswith(f"{K8S_GROUP}/"):
+                    obj = self.store.get(POD_GROUP_APIS[K8S_GROUP].key, ev.job) or {}
+                    self.group_condition(
+                        ref, obj, "DisruptionTarget", True, "PreemptionByScheduler", ev.reason, now
+                    )

@@ -8,7 +8,7 @@ from solver_sched.domain.plan import BindPod, EvictJob, JobOutcome, Plan
 from solver_sched.domain.snapshot import ClusterSnapshot
 from solver_sched.formulation.sizes import change_to
 from solver_sched.placement.state import PlanState
-from solver_sched.planning.explain import Rooms, explain
+from solver_sched.planning.explain import Room, explain
 
 
 def diff(snapshot: ClusterSnapshot, st: PlanState, now: datetime, notes: list[str]) -> Plan:
@@ -22,7 +22,7 @@ def diff(snapshot: ClusterSnapshot, st: PlanState, now: datetime, notes: list[st
         bound_on.setdefault(b.node, set()).add(b.job)
     evictions = []
     outcomes = []
-    rooms: Rooms = {}
+    rooms: Room = {}
     for name in sorted(snapshot.jobs):
         job = snapshot.jobs[name]
         jm = models.get(name)

@@ -5,14 +5,13 @@ from __future__ import annotations
 from datetime import datetime
 
 from solver_sched.domain import resources as res
-from solver_sched.domain.affinity import NodeConstraints
 from solver_sched.domain.cluster import Job, Pod
 from solver_sched.domain.quota import MAX_JOBS
 from solver_sched.formulation.problem import JobModel
 from solver_sched.formulation.sizes import change_to
 from solver_sched.placement.state import PlanState
 
-Rooms = dict[tuple[NodeConstraints, tuple[tuple[str, int], ...]], tuple[int, int]]
+Room = dict[object, tuple[int, int]]  # pod shape -> (pods of it that fit, GPUs free), per plan
 
 
 def explain(
@@ -21,10 +20,10 @@ def explain(
     jm: JobModel | None,
     planned: int,
     now: datetime,
-    rooms: Rooms | None = None,
+    rooms: Room | None = None,
 ) -> str:
-    """``rooms`` caches, per pod shape, the room the final state leaves (one plan's jobs share a
-    few shapes; at 2,000 nodes counting it per job took seconds)."""
+    """``rooms`` caches the free room per pod shape across the jobs of one plan (the final
+    state is the same for all of them): thousands of short jobs on a fleet share a few shapes."""
     static = st.problem.reasons.get(job.name)
     if jm is None and static:  # left out of the model: invalid, completing, bad queue
         return static
@@ -50,7 +49,7 @@ def explain(
     missing = [p for p in need if p.name not in st.placed]
     if missing:
         pod = missing[0]
-        room, free = _room(st, pod, rooms)
+        room, free = _room(st, pod, rooms if rooms is not None else {})
         n = len(missing)
         head = f"needs {n} x " if planned == 0 else f"size {target} needs {n} more x "
         gpus = pod.requests.get(res.GPU, 0)
@@ -67,6 +66,17 @@ def explain(
             )
         return f"{head}{what}, {tail}"
     return "held back by the objective (capacity kept for higher-priority or guaranteed work)"
+
+
+def _room(st: PlanState, pod: Pod, rooms: Room) -> tuple[int, int]:
+    key = (res.key(pod.requests), pod.constraints)
+    if key not in rooms:
+        feasible = list(st.nodes.feasible(pod))
+        rooms[key] = (
+            sum(res.how_many_fit(pod.requests, st.nodes.free[n]) for n in feasible),
+            sum(max(0, st.nodes.free[n].get(res.GPU, 0)) for n in feasible),
+        )
+    return rooms[key]
 
 
 def _quota_reason(st: PlanState, j: int, size: int) -> str:
@@ -87,16 +97,3 @@ def _quota_reason(st: PlanState, j: int, size: int) -> str:
             f"queue {row.queue}: {what} max {queue.max.get(what)}, in use {used}, job needs {need}"
         )
     return f"queue {row.queue}: {what}"
-
-
-def _room(st: PlanState, pod: Pod, rooms: Rooms | None) -> tuple[int, int]:
-    """How many such pods the schedulable nodes have room for, and their free GPUs."""
-    key = (pod.constraints, res.key(pod.requests))
-    if rooms is not None and key in rooms:
-        return rooms[key]
-    nodes = st.nodes.feasible(pod)
-    room = sum(res.how_many_fit(pod.requests, st.nodes.free[n]) for n in nodes)
-    free = sum(max(0, st.nodes.free[n].get(res.GPU, 0)) for n in nodes)
-    if rooms is not None:
-        rooms[key] = (room, free)
-    return room, free

@@ -214,3 +214,16 @@ def test_json_like_files(tmp_path: Path, text: str) -> None:
     path = tmp_path / "objs.json"
     path.write_text(text)
     assert _kinds_and_names(load_objects([path])) == [("Node", "n1"), ("Pod", "p1")]
+
+
+def test_objects_of_other_kinds_stay_whole_and_whole_keeps_everything(tmp_path: Path) -> None:
+    """A PropagationPolicy is not the snapshot loader's, but the fleet reads its spec; the
+    fleet's hub and members are read whole."""
+    policy = {"kind": "PropagationPolicy", "metadata": {"name": "pp"}, "spec": {"placement": {}}}
+    node = {"kind": "Node", "metadata": {"name": "n1", "managedFields": [{}]}, "status": {"x": 1}}
+    path = tmp_path / "objs.json"
+    path.write_text(json.dumps({"kind": "List", "items": [policy, node]}))
+    slimmed = load_objects([path])
+    assert slimmed[0] == policy
+    assert "managedFields" not in slimmed[1]["metadata"] and "x" not in slimmed[1]["status"]
+    assert load_objects([path], whole=True) == [policy, node]

@@ -325,7 +325,7 @@ def _pg(api_version: str, ns: str = "ml", min_member: int = 3) -> dict[str, Any]
             id="scheduler-plugins-old-apiVersion",
         ),
         pytest.param("scheduling.volcano.sh/v1beta1", "scheduling.volcano.sh", id="volcano"),
-        pytest.param("scheduling.k8s.io/v1alpha1", "scheduling.k8s.io", id="upstream-k8s"),
+        pytest.param("scheduling.k8s.io/v1beta1", "scheduling.k8s.io", id="upstream-k8s"),
     ],
 )
 def test_podgroup_apis_form_a_gang(api_version: str, label_api: str) -> None:

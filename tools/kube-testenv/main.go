@@ -377,6 +377,9 @@ func apiserverArgs(cfg config, etcdURL, certDir, saKey, tokenFile string) []stri
 		"--token-auth-file=" + tokenFile,
 		"--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
 		"--runtime-config=api/all=true",
+		// The 1.37 gang API: scheduling.k8s.io/v1beta1 Workload and PodGroup, pods'
+		// spec.schedulingGroup, and PodGroup spec.schedulingConstraints.topology.
+		"--feature-gates=GenericWorkload=true,TopologyAwareWorkloadScheduling=true",
 		"--allow-privileged=true",
 		"--profiling=false",
 		"--v=" + strconv.Itoa(cfg.verbosity),

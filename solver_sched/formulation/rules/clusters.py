@@ -20,9 +20,11 @@ from solver_sched.formulation.variables import Vars
 def add(problem: Problem, model: LinearModel, v: Vars) -> None:
     if len(problem.clusters) <= 1:
         return
+    ws: dict[int, Terms] = defaultdict(list)  # per job, in the order of sorted (job, cluster)
+    for (j, _k), var in sorted(v.w.items()):
+        ws[j].append((var, 1))
     for j, jm in enumerate(problem.jobs):
-        ws = [(var, 1) for (jj, _k), var in sorted(v.w.items()) if jj == j]
-        model.add(f"cluster[{jm.name}]", ws + [(y, -1) for y in v.y[j][1:]], 0, 0)
+        model.add(f"cluster[{jm.name}]", ws[j] + [(y, -1) for y in v.y[j][1:]], 0, 0)
     per_job: dict[tuple[int, int], Terms] = defaultdict(list)
     per_cluster: dict[tuple[int, str], Terms] = defaultdict(list)
     for (j, sid, k), var in v.z.items():

@@ -1,0 +1,120 @@
+"""Pydantic models of the hub objects the fleet reads: PropagationPolicy (ACK One's
+``policy.one.alibabacloud.com`` and Karmada's ``policy.karmada.io``, the same shape), Karmada's
+``cluster.karmada.io`` Cluster, and the PyTorchJob with its replica templates. Only the fields the
+fleet honours are modelled; the validation of values that need a message naming the field is done
+by the fleet loader (``io.fleet_snapshot``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from solver_sched.io.objects import Meta
+
+POLICY_GROUPS = ("policy.one.alibabacloud.com", "policy.karmada.io")
+CLUSTER_GROUP = "cluster.karmada.io"
+PURGE_MODES = ("Immediately", "Directly", "Gracefully", "Never")
+DEFAULT_TOLERATION_SECONDS = 300  # Karmada's default for decisionConditions.tolerationSeconds
+DEFAULT_GRACE_SECONDS = 600  # Karmada's default gracePeriodSeconds for Gracefully
+
+
+class _Obj(BaseModel):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+
+class LabelSelectorModel(_Obj):
+    match_labels: dict[str, str] = Field(default_factory=dict, alias="matchLabels")
+
+
+class ResourceSelectorModel(_Obj):
+    api_version: str = Field(alias="apiVersion")
+    kind: str
+    name: str = ""
+    namespace: str = ""
+    label_selector: LabelSelectorModel | None = Field(default=None, alias="labelSelector")
+
+
+class ReplicaSchedulingModel(_Obj):
+    replica_scheduling_type: str = Field(default="Divided", alias="replicaSchedulingType")
+    custom_scheduling_type: str | None = Field(default=None, alias="customSchedulingType")
+
+
+class ClusterAffinityModel(_Obj):
+    cluster_names: list[str] = Field(default_factory=list, alias="clusterNames")
+    exclude: list[str] = Field(default_factory=list)
+
+
+class PlacementModel(_Obj):
+    cluster_affinity: ClusterAffinityModel | None = Field(default=None, alias="clusterAffinity")
+    replica_scheduling: ReplicaSchedulingModel | None = Field(
+        default=None, alias="replicaScheduling"
+    )
+
+
+class SuspensionModel(_Obj):
+    scheduling: bool = False
+
+
+class DecisionConditionsModel(_Obj):
+    toleration_seconds: int | None = Field(default=None, alias="tolerationSeconds")
+
+
+class ApplicationFailoverModel(_Obj):
+    decision_conditions: DecisionConditionsModel = Field(
+        default_factory=DecisionConditionsModel, alias="decisionConditions"
+    )
+    purge_mode: str = Field(default="Gracefully", alias="purgeMode")
+    grace_period_seconds: int | None = Field(default=None, alias="gracePeriodSeconds")
+
+
+class FailoverModel(_Obj):
+    application: ApplicationFailoverModel | None = None
+
+
+class PolicySpec(_Obj):
+    resource_selectors: list[ResourceSelectorModel] = Field(
+        default_factory=list, alias="resourceSelectors"
+    )
+    placement: PlacementModel = Field(default_factory=PlacementModel)
+    suspension: SuspensionModel | None = None
+    failover: FailoverModel | None = None
+    priority: int = 0
+
+
+class PropagationPolicyObj(_Obj):
+    api_version: str = Field(alias="apiVersion")
+    metadata: Meta
+    spec: PolicySpec
+
+
+class SecretRefModel(_Obj):
+    namespace: str = ""
+    name: str
+
+
+class ClusterSpec(_Obj):
+    api_endpoint: str = Field(default="", alias="apiEndpoint")
+    secret_ref: SecretRefModel | None = Field(default=None, alias="secretRef")
+    insecure_skip_tls_verification: bool = Field(default=False, alias="insecureSkipTLSVerification")
+
+
+class ClusterObj(_Obj):
+    metadata: Meta
+    spec: ClusterSpec = Field(default_factory=ClusterSpec)
+
+
+class ReplicaTemplate(_Obj):
+    replicas: int = 1
+    template: dict[str, Any] = Field(default_factory=dict)
+
+
+class HubPyTorchJobSpec(_Obj):
+    pytorch_replica_specs: dict[str, ReplicaTemplate] = Field(
+        default_factory=dict, alias="pytorchReplicaSpecs"
+    )
+
+
+class HubPyTorchJobObj(_Obj):
+    metadata: Meta
+    spec: HubPyTorchJobSpec = Field(default_factory=HubPyTorchJobSpec)

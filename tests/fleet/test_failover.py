@@ -1,0 +1,76 @@
+"""When a placed job is in trouble: its member unreachable, its copy failed or unschedulable."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from solver_sched.fleet.failover import trouble
+from solver_sched.io.fleet_snapshot import (
+    ANN_CLUSTER,
+    ANN_GENERATION,
+    ANN_NODES,
+    LABEL_GENERATION,
+    LABEL_UID,
+    MemberState,
+    build_fleet,
+    copy_name,
+)
+from tests.fleet.objects import node, pod, policy, pytorchjob
+
+
+def setup(copy_status: dict[str, Any] | None, bound: int, reachable: bool = True):
+    job = pytorchjob("j", masters=1, workers=1, uid="f" * 32)
+    job["metadata"]["annotations"] = {
+        ANN_CLUSTER: "m1",
+        ANN_GENERATION: "1",
+        ANN_NODES: json.dumps({"master-0": "a", "worker-0": "a"}),
+    }
+    hub = build_fleet([policy(), job], []).jobs["default/j"]
+    name = copy_name(hub, 1)
+    objects: list[dict[str, Any]] = [node("a")]
+    if copy_status is not None:
+        objects.append(
+            {
+                "apiVersion": "kubeflow.org/v1",
+                "kind": "PyTorchJob",
+                "metadata": {
+                    "name": name,
+                    "namespace": "default",
+                    "labels": {LABEL_UID: hub.uid, LABEL_GENERATION: "1"},
+                },
+                "status": copy_status,
+            }
+        )
+        for i, suffix in enumerate(("master-0", "worker-0")):
+            label = {"training.kubeflow.org/job-name": name}
+            objects.append(pod(f"{name}-{suffix}", "a" if i < bound else None, **label))
+    member = MemberState("m1", objects, reachable)
+    fleet = build_fleet([policy(), job], [member])
+    return trouble(fleet.jobs["default/j"], fleet, {"m1": objects}), fleet
+
+
+def cond(kind: str) -> dict[str, Any]:
+    return {"conditions": [{"type": kind, "status": "True"}]}
+
+
+def test_running_copy_is_fine() -> None:
+    assert setup(cond("Running"), bound=2)[0] is None
+
+
+def test_unreachable_member() -> None:
+    assert setup(cond("Running"), bound=2, reachable=False)[0] == "member m1 unreachable"
+
+
+def test_failed_copy() -> None:
+    why = setup(cond("Failed"), bound=2)[0]
+    assert why is not None and "failed in m1" in why
+
+
+def test_unschedulable_copy() -> None:
+    why = setup(cond("Created"), bound=1)[0]
+    assert why is not None and "1/2 pods bound" in why
+
+
+def test_a_copy_not_created_yet_is_no_trouble() -> None:
+    assert setup(None, bound=0)[0] is None

@@ -1,0 +1,233 @@
+"""The fleet snapshot: hub jobs as gangs over the members' nodes, planned by the unchanged core
+and checked by the independent checker."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from solver_sched.config.schema import SchedulerConfig
+from solver_sched.cycle import CycleResult, run_cycle
+from solver_sched.fleet.controller import fleet_config
+from solver_sched.io.fleet_snapshot import (
+    ANN_CLUSTER,
+    ANN_FAILED,
+    ANN_GENERATION,
+    ANN_NODES,
+    LABEL_GENERATION,
+    LABEL_UID,
+    FleetSnapshot,
+    MemberState,
+    build_fleet,
+    copy_name,
+    read_plan,
+)
+from solver_sched.planning.check import check
+from tests.fleet.objects import node, pod, policy, priority_class, pytorchjob, quota_tree
+
+NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)
+
+
+def plan(
+    hub: list[dict[str, Any]], *members: MemberState
+) -> tuple[FleetSnapshot, CycleResult, dict[str, str | None], dict[str, str]]:
+    fleet = build_fleet(hub, list(members))
+    config = fleet_config(SchedulerConfig())
+    result = run_cycle(fleet.snapshot, config, NOW, "cpsat")
+    assert result.violations == []
+    assert check(fleet.snapshot, result.plan, NOW, False, False) == []
+    reading = read_plan(fleet, result.plan.binds, result.plan.jobs)
+    where = {p["job"]: p["cluster"] for p in reading.placements}
+    why = {p["job"]: p["reason"] for p in reading.placements}
+    return fleet, result, where, why
+
+
+def placed(job: dict[str, Any], cluster: str, nodes: dict[str, str], gen: int = 1) -> None:
+    job["metadata"]["annotations"] = {
+        ANN_CLUSTER: cluster,
+        ANN_GENERATION: str(gen),
+        ANN_NODES: json.dumps(nodes),
+    }
+
+
+def test_every_pod_must_fit_a_real_node() -> None:
+    """12 free GPUs in sum on 4 nodes of 3 do not hold 2 pods of 4: the job goes to the member
+    with one 8-GPU node (summed free resources would pick the first)."""
+    crowded = [node(f"n{i}", gpus=4) for i in range(4)]
+    crowded += [pod(f"x{i}", f"n{i}", gpus=1) for i in range(4)]
+    hub = [policy(), pytorchjob("fit", masters=0, workers=2, gpus=4)]
+    fleet, result, where, _ = plan(hub, MemberState("m1", crowded), MemberState("m2", [node("b")]))
+    assert where == {"default/fit": "m2"}
+    assert {fleet.node_member[b.node] for b in result.plan.binds} == {("m2", "b")}
+
+
+def test_no_member_fits_the_job_keeps_it_queued_with_a_reason() -> None:
+    hub = [policy(), pytorchjob("huge", masters=0, workers=2, gpus=16)]
+    _, _, where, why = plan(hub, MemberState("m1", [node("a")]))
+    assert where == {"default/huge": None}
+    assert "no node can hold" in why["default/huge"]
+
+
+def test_a_burst_never_exceeds_max_jobs_or_quota_in_one_cycle() -> None:
+    hub = [policy(), quota_tree(max_jobs=3, gpus=5)]
+    hub += [pytorchjob(f"j{i:03d}", masters=1, workers=1, gpus=1) for i in range(100)]
+    members = [MemberState(f"m{k}", [node(f"n{i}") for i in range(8)]) for k in range(2)]
+    _, _, where, why = plan(hub, *members)
+    out = [j for j, c in where.items() if c]
+    assert len(out) == 2  # 3 jobs allowed, but 3 x 2 GPUs > 5
+    assert sum("kube-queue/max-jobs" in r or "nvidia.com/gpu max 5" in r for r in why.values())
+
+
+def test_placed_jobs_count_where_they_run_even_before_their_pods_exist() -> None:
+    """A job placed in m1 whose copy has no pods yet holds its reserved nodes and its quota:
+    the next job neither takes that room nor a second max-jobs slot."""
+    first = pytorchjob("first", masters=0, workers=2, gpus=8)
+    placed(first, "m1", {"worker-0": "a", "worker-1": "b"})
+    hub = [policy(), first, pytorchjob("second", masters=0, workers=1, gpus=8)]
+    m1 = MemberState("m1", [node("a"), node("b")])
+    _, _, where, why = plan(hub, m1)
+    assert where == {"default/first": "m1", "default/second": None}
+    assert "no node can hold" in why["default/second"] or "needs" in why["default/second"]
+    _, _, where, why = plan([*hub, quota_tree(max_jobs=1)], m1, MemberState("m2", [node("c")]))
+    assert where["default/second"] is None
+    assert "kube-queue/max-jobs 1" in why["default/second"]
+
+
+def test_a_placed_job_in_an_unreachable_member_still_counts_for_quota() -> None:
+    first = pytorchjob("first", masters=0, workers=1, gpus=2)
+    placed(first, "gone", {"worker-0": "a"})
+    hub = [policy(), quota_tree(gpus=3), first, pytorchjob("next", masters=0, workers=1, gpus=2)]
+    fleet, _, where, why = plan(
+        hub, MemberState("gone", reachable=False), MemberState("m2", [node("z")])
+    )
+    assert fleet.unreachable == ("gone",)
+    assert where["default/next"] is None
+    assert "nvidia.com/gpu max 3" in why["default/next"]
+
+
+def test_priority_chooses_which_job_goes_out() -> None:
+    hub = [policy(), priority_class("high", 1000), priority_class("low", 0)]
+    hub.append(
+        pytorchjob(
+            "low",
+            masters=0,
+            workers=1,
+            gpus=8,
+            priority_class="low",
+            created="2026-01-01T00:00:00Z",
+        )
+    )
+    hub.append(pytorchjob("high", masters=0, workers=1, gpus=8, priority_class="high"))
+    _, _, where, _ = plan(hub, MemberState("m1", [node("a")]))
+    assert where == {"default/high": "m1", "default/low": None}
+
+
+def test_cluster_affinity_and_members_failed_over_from_are_avoided() -> None:
+    job = pytorchjob("j", masters=0, workers=1, gpus=1)
+    job["metadata"]["annotations"] = {ANN_FAILED: "m1"}
+    members = [MemberState(m, [node("a")]) for m in ("m1", "m2", "m3")]
+    _, _, where, _ = plan([policy(clusters=["m1", "m2"]), job], *members)
+    assert where == {"default/j": "m2"}
+
+
+def test_a_policy_with_an_unknown_scheduling_type_is_named_and_its_job_not_placed() -> None:
+    hub = [policy(custom="Spread"), pytorchjob("j", masters=0, workers=1)]
+    fleet, _, where, why = plan(hub, MemberState("m1", [node("a")]))
+    assert where == {"default/j": None}
+    field = "spec.placement.replicaScheduling.customSchedulingType"
+    assert [(e.obj, e.field) for e in fleet.snapshot.errors] == [
+        ("PropagationPolicy default/gang", field)
+    ]
+    assert field in why["default/j"]
+
+
+def test_bad_purge_mode_and_karmada_policies() -> None:
+    bad = policy(api="policy.karmada.io/v1alpha1", purge="Sometimes")
+    fleet = build_fleet([bad, pytorchjob("j")], [MemberState("m1", [node("a")])])
+    assert [e.field for e in fleet.errors] == ["spec.failover.application.purgeMode"]
+    good = policy(api="policy.karmada.io/v1alpha1")
+    _, _, where, _ = plan([good, pytorchjob("j")], MemberState("m1", [node("a")]))
+    assert where == {"default/j": "m1"}
+
+
+def test_the_most_specific_policy_wins() -> None:
+    by_name = policy("by-name", job="j", custom="Spread")
+    by_kind = policy("by-kind")
+    fleet = build_fleet([by_kind, by_name, pytorchjob("j"), pytorchjob("k")], [])
+    assert fleet.jobs["default/j"].policy and fleet.jobs["default/j"].policy.invalid
+    assert fleet.jobs["default/k"].policy and not fleet.jobs["default/k"].policy.invalid
+
+
+def test_jobs_without_a_policy_are_left_alone() -> None:
+    fleet = build_fleet([pytorchjob("j")], [MemberState("m1", [node("a")])])
+    assert fleet.jobs == {} and fleet.snapshot.jobs == {}
+
+
+def test_jobs_not_suspended_for_scheduling_skip_the_queue() -> None:
+    hub = [policy(queued=False), quota_tree(max_jobs=0), pytorchjob("j", masters=0, workers=1)]
+    _, _, where, _ = plan(hub, MemberState("m1", [node("a")]))
+    assert where == {"default/j": "m1"}
+    _, _, where, _ = plan([policy(), *hub[1:]], MemberState("m1", [node("a")]))
+    assert where == {"default/j": None}
+
+
+def test_a_bad_replica_template_names_the_hub_field() -> None:
+    job = pytorchjob("j", masters=0, workers=1)
+    container = job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    container["resources"]["requests"]["cpu"] = "lots"
+    fleet, _, where, _ = plan([policy(), job], MemberState("m1", [node("a")]))
+    assert where == {"default/j": None}
+    assert any(
+        e.obj == "PyTorchJob default/j"
+        and e.field.startswith("spec.pytorchReplicaSpecs.Worker.template.spec.containers[0]")
+        for e in fleet.snapshot.errors
+    )
+
+
+def _copy(job: dict[str, Any], gen: int) -> dict[str, Any]:
+    fleet = build_fleet([policy(), job], [])
+    hub = fleet.jobs["default/" + job["metadata"]["name"]]
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {
+            "name": copy_name(hub, gen),
+            "namespace": "default",
+            "labels": {LABEL_UID: hub.uid, LABEL_GENERATION: str(gen)},
+        },
+        "spec": {},
+    }
+
+
+def test_a_stale_copy_is_found_and_its_member_takes_nothing_until_it_is_gone() -> None:
+    job = pytorchjob("j", masters=0, workers=1, gpus=1)
+    placed(job, "m2", {"worker-0": "a"}, gen=2)
+    stale = _copy(job, 1)
+    other = pytorchjob("k", masters=0, workers=1, gpus=1)
+    m1 = MemberState("m1", [node("a"), stale])
+    fleet, _, where, _ = plan([policy(), job, other], m1, MemberState("m2", [node("a")]))
+    assert [c.name for c in fleet.stale["m1"]] == [stale["metadata"]["name"]]
+    assert where["default/k"] == "m2"  # m1 is blocked while its stale copy exists
+    fleet, _, where, _ = plan([policy(), job, other], MemberState("m1", [node("a")]))
+    assert fleet.stale["m1"] == ()
+
+
+def test_a_copy_of_a_deleted_hub_job_is_stale() -> None:
+    job = pytorchjob("j", masters=0, workers=1, gpus=1)
+    fleet = build_fleet([policy()], [MemberState("m1", [_copy(job, 1)])])
+    assert len(fleet.stale["m1"]) == 1
+
+
+def test_pods_of_the_current_copy_join_the_hub_job() -> None:
+    job = pytorchjob("j", masters=1, workers=1, gpus=2)
+    placed(job, "m1", {"master-0": "a", "worker-0": "a"})
+    c = _copy(job, 1)
+    name = c["metadata"]["name"]
+    running = pod(f"{name}-worker-0", "b", gpus=2, **{"training.kubeflow.org/job-name": name})
+    fleet = build_fleet([policy(), job], [MemberState("m1", [node("a"), node("b"), c, running])])
+    gang = fleet.snapshot.jobs["default/j"]
+    pods = [fleet.snapshot.pods[p] for p in gang.pods]
+    assert sorted(p.node_name or "" for p in pods) == ["m1/a", "m1/b"]  # real + reserved
+    assert fleet.snapshot.free_per_node["m1/b"]["nvidia.com/gpu"] == 6
+    assert fleet.snapshot.free_per_node["m1/a"]["nvidia.com/gpu"] == 6
