@@ -54,6 +54,9 @@ class HubView:
     def __init__(self) -> None:
         self._mine: dict[str, tuple[JsonObj, float]] = {}
 
+    def clear(self) -> None:
+        self._mine.clear()
+
     def remember(self, obj: JsonObj) -> None:
         meta = obj.get("metadata") or {}
         self._mine[f"{meta.get('namespace')}/{meta.get('name')}"] = (obj, time.monotonic())
