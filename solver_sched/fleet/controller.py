@@ -29,11 +29,13 @@ from solver_sched.fleet.dispatch import (
     placement_changes,
     requeue_changes,
 )
-from solver_sched.fleet.failover import FailoverTimers, copy_pods, trouble
+from solver_sched.fleet.failover import copy_pods, due, trouble
 from solver_sched.fleet.members import MemberRegistry
 from solver_sched.io.fleet_objects import CLUSTER_GROUP, POLICY_GROUPS
 from solver_sched.io.fleet_snapshot import (
     ANN_FAILOVER,
+    ANN_FAILOVER_SINCE,
+    ANN_TROUBLE,
     WITHDRAWING,
     FleetSnapshot,
     HubJob,
@@ -45,7 +47,7 @@ from solver_sched.io.fleet_snapshot import (
 from solver_sched.kube.api import ApiError, KubeApi
 from solver_sched.kube.loop import ControlLoop, LoopOptions, run_until_signalled
 from solver_sched.kube.resources import PRIORITY_CLASSES, PYTORCH_JOBS, Resource
-from solver_sched.kube.status import StatusWriter
+from solver_sched.kube.status import StatusWriter, rfc3339
 from solver_sched.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -111,8 +113,6 @@ class FleetController(ControlLoop):
         self.hub = HubWriter(self.api, self.status, self.view, self.may_act)
         # member writes are fenced on the hub's lease too
         self.registry = MemberRegistry(opts.probe_interval, opts.qps, opts.burst, self.may_act)
-        self.timers = FailoverTimers()
-        self._graceful_since: dict[str, float] = {}
         self._secrets: dict[tuple[str, str], tuple[float, JsonObj | None]] = {}
         self.last_result: CycleResult | None = None
         self.last_fleet: FleetSnapshot | None = None
@@ -182,7 +182,7 @@ class FleetController(ControlLoop):
         objects = {ms.name: ms.objects for ms in members}
         t = time.perf_counter()
         if self.may_act():
-            self.act(fleet, reading.dispatches, reading.placements, objects)
+            self.act(fleet, reading.dispatches, reading.placements, objects, now)
         else:
             for key, d in reading.dispatches.items():
                 log.info("dry-run: would place %s in %s", key, d.cluster)
@@ -221,6 +221,7 @@ class FleetController(ControlLoop):
         dispatches: Mapping[str, Any],
         placements: list[dict[str, Any]],
         objects: Mapping[str, Sequence[Mapping[str, Any]]],
+        now: datetime,
     ) -> None:
         by_uid = {j.uid: j for j in fleet.jobs.values()}
         for member, stale in fleet.stale.items():
@@ -232,22 +233,15 @@ class FleetController(ControlLoop):
                     if job is not None:
                         self.hub.event(job, "StaleCopyDeleted", f"deleted copy {c.key}")
                     log.info("member %s: stale copy %s deleted", member, c.name)
-        troubled = {}
-        for job in fleet.jobs.values():
-            if job.placement is not None and not job.invalid and not job.finished:
-                why = trouble(job, fleet, objects)
-                if why:
-                    troubled[(job.key, job.placement.generation)] = why
-        self.timers.update(troubled)
         for job in sorted(fleet.jobs.values(), key=lambda j: j.key):
             if job.invalid or job.finished:
                 continue
             if job.placement is None:
                 if job.graceful_from:  # not placed again yet: the old copy stays its grace
-                    self._graceful(job, fleet, None)
+                    self._graceful(job, fleet, None, now)
                 continue
             try:
-                self._placed(job, fleet, objects, troubled)
+                self._placed(job, fleet, objects, now)
             except Exception:
                 log.exception("hub job %s", job.key)
         for key, d in dispatches.items():
@@ -272,7 +266,7 @@ class FleetController(ControlLoop):
         job: HubJob,
         fleet: FleetSnapshot,
         objects: Mapping[str, Sequence[Mapping[str, Any]]],
-        troubled: Mapping[tuple[str, int], str],
+        now: datetime,
     ) -> None:
         p = job.placement
         assert p is not None and job.policy is not None
@@ -288,16 +282,19 @@ class FleetController(ControlLoop):
                 self._writer(p.cluster).delete(current)  # type: ignore[union-attr]
             return
         if job.graceful_from:
-            self._graceful(job, fleet, current)
-        key = (job.key, p.generation)
-        why = troubled.get(key)
-        mode = job.policy.purge_mode
-        if (
-            why
-            and mode not in (None, "Never")
-            and self.timers.due(key, job.policy.toleration_seconds)
-        ):
-            self._fail_over(job, fleet, current, why)
+            job = self._graceful(job, fleet, current, now)
+        policy = job.policy
+        assert policy is not None
+        why = trouble(job, fleet, objects)
+        fails_over = policy.purge_mode not in (None, "Never")
+        since = job.trouble_since
+        if bool(why and fails_over) != (since is not None):  # the timer starts or ends
+            stamp = rfc3339(now) if why else None
+            if self.hub.annotate(job, {ANN_TROUBLE: stamp}):
+                job = self._latest(job)
+                since = now if why else None
+        if why and fails_over and due(since, now, policy.toleration_seconds):
+            self._fail_over(job, fleet, current, why, now)
             return
         if current is None and reachable:
             writer = self._writer(p.cluster)
@@ -319,27 +316,35 @@ class FleetController(ControlLoop):
             wanted[0] = {**wanted[0], "message": f"{wanted[0]['message']}; {why}"}
         self.hub.conditions(job, wanted, extra)
 
-    def _graceful(self, job: HubJob, fleet: FleetSnapshot, current: Any) -> None:
-        """Gracefully: the old copy goes once the new one runs (or after gracePeriodSeconds)."""
+    def _graceful(self, job: HubJob, fleet: FleetSnapshot, current: Any, now: datetime) -> HubJob:
+        """Gracefully: the old copy goes once the new one runs, or gracePeriodSeconds after the
+        failover began (``solver-sched.io/failover-since``). Returns the job as last written."""
         assert job.policy is not None
         old = job.graceful_from
-        first = self._graceful_since.setdefault(old, time.monotonic())
         runs = current is not None and (
             current.conditions.get("Running") == "True"
             or current.conditions.get("Succeeded") == "True"
         )
-        if not runs and time.monotonic() - first < job.policy.grace_seconds:
-            return
+        if job.failover_since is None and not runs:  # began before the time was kept
+            if self.hub.annotate(job, {ANN_FAILOVER_SINCE: rfc3339(now)}):
+                return self._latest(job)
+            return job
+        if not runs and not due(job.failover_since, now, job.policy.grace_seconds):
+            return job
         member, _, name = old.partition("/")
         found = next((c for c in fleet.copies.get(member, ()) if c.name == name), None)
         writer = self._writer(member)
         if found is not None and writer is not None and not writer.delete(found):
-            return
-        if self.hub.annotate(job, {ANN_FAILOVER: None}):
-            self._graceful_since.pop(old, None)
-            self.hub.event(job, "FailedOver", f"old copy {old} removed; the new copy runs")
+            return job
+        if self.hub.annotate(job, {ANN_FAILOVER: None, ANN_FAILOVER_SINCE: None}):
+            why = "the new copy runs" if runs else f"{job.policy.grace_seconds}s grace period over"
+            self.hub.event(job, "FailedOver", f"old copy {old} removed; {why}")
+            return self._latest(job)
+        return job
 
-    def _fail_over(self, job: HubJob, fleet: FleetSnapshot, current: Any, why: str) -> None:
+    def _fail_over(
+        self, job: HubJob, fleet: FleetSnapshot, current: Any, why: str, now: datetime
+    ) -> None:
         assert job.placement is not None and job.policy is not None
         p, mode = job.placement, job.policy.purge_mode or ""
         reachable = p.cluster in fleet.reachable
@@ -356,7 +361,7 @@ class FleetController(ControlLoop):
                 self.hub.event(job, "ApplicationFailover", f"{message}: placed again", True)
             return
         old = f"{p.cluster}/{current.name if current else copy_name(job, p.generation)}"
-        if self.hub.annotate(job, requeue_changes(job, p.cluster, f"graceful:{old}")):
+        if self.hub.annotate(job, requeue_changes(job, p.cluster, f"graceful:{old}", now)):
             self.hub.event(
                 job, "ApplicationFailover", f"{message}: new copy first, then {old} goes", True
             )
