@@ -44,6 +44,9 @@ class FleetTest:
 
     def reset(self) -> None:
         hub = self.hub
+        for member in self.fleet.members.values():  # a test may leave a member stopped
+            if not member.server.running:
+                member.start()
         for ns in NAMESPACES:
             hub.ensure_namespace(ns)
             self._delete_all(hub, JOBS.format(ns=ns))
@@ -61,9 +64,7 @@ class FleetTest:
                 except ApiError as exc:
                     if exc.status != 409:
                         raise
-        for name, member in self.fleet.members.items():
-            if not member.server.running:
-                member.start()
+        for name in self.fleet.members:
             kube = self.member(name)
             for ns in NAMESPACES:
                 kube.ensure_namespace(ns)
