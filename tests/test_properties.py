@@ -26,7 +26,6 @@ from datetime import timedelta
 from typing import Any
 from unittest import mock
 
-import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
