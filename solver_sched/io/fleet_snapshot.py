@@ -21,7 +21,7 @@ import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -47,6 +47,8 @@ ANN_GENERATION = ANN + "placement-generation"  # hub job: bumped at every new pl
 ANN_NODES = ANN + "reserved-nodes"  # hub job: JSON {replica pod suffix: member node}
 ANN_FAILED = ANN + "failed-clusters"  # hub job: members it failed over from (comma-separated)
 ANN_FAILOVER = ANN + "failover"  # hub job: "withdrawing" or "graceful:<member>/<copy>"
+ANN_TROUBLE = ANN + "trouble-since"  # hub job: RFC 3339, its placement first seen in trouble
+ANN_FAILOVER_SINCE = ANN + "failover-since"  # hub job: RFC 3339, its graceful failover began
 ANN_HUB_JOB = ANN + "fleet-job"  # member copy: the hub job, ns/name
 LABEL_UID = ANN + "fleet-uid"  # member copy: the hub job's UID
 LABEL_GENERATION = ANN + "fleet-generation"  # member copy: its placement generation
@@ -92,6 +94,8 @@ class HubJob:
     finished: str = ""  # "Succeeded" or "Failed" once the job is over for good
     invalid: str | None = None
     graceful_from: str = ""  # Gracefully: "member/copy" kept until the new copy runs
+    trouble_since: datetime | None = None  # the failover timer, kept in the hub job
+    failover_since: datetime | None = None  # when a graceful failover began
 
     @property
     def ref(self) -> dict[str, Any]:
@@ -394,6 +398,7 @@ def _hub_job(
         )
     mode = anns.get(ANN_FAILOVER, "")
     failed = tuple(c for c in anns.get(ANN_FAILED, "").split(",") if c)
+    since = {k: _time(anns.get(k, ""), obj, k, errors) for k in (ANN_TROUBLE, ANN_FAILOVER_SINCE)}
     return HubJob(
         key=f"{ns}/{name}",
         namespace=ns,
@@ -408,7 +413,24 @@ def _hub_job(
         finished=_finished(raw, policy),
         invalid=invalid,
         graceful_from=mode.removeprefix("graceful:") if mode.startswith("graceful:") else "",
+        trouble_since=since[ANN_TROUBLE] if placement is not None else None,
+        failover_since=since[ANN_FAILOVER_SINCE],
     )
+
+
+def _time(text: str, obj: str, key: str, errors: list[InputError]) -> datetime | None:
+    """An RFC 3339 time the fleet wrote; a bad one is reported and taken as absent (the fleet
+    writes it again), so a hand-edited annotation can only restart a timer, never skip it."""
+    if not text:
+        return None
+    try:
+        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        value = None
+    if value is None or value.tzinfo is None:
+        errors.append(InputError(obj, f"metadata.annotations[{key}]", f"not RFC 3339: {text!r}"))
+        return None
+    return value.astimezone(UTC)
 
 
 def _err(errors: list[InputError], obj: str, fld: str, msg: str) -> str:
