@@ -18,6 +18,7 @@ from solver_sched.cycle import BACKENDS, run_cycle
 from solver_sched.io.files import InputFileError, load_objects
 from solver_sched.io.gcpause import gc_paused
 from solver_sched.io.kube_snapshot import snapshot_from_objects
+from solver_sched.synthetic.presets import PRESETS
 
 
 def _now(text: str) -> datetime:
@@ -86,7 +87,12 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"))
     d.add_argument("-o", "--out", type=Path, required=True)
     g = sub.add_parser("generate", help="write a synthetic cluster (benchmarks)")
-    g.add_argument("--nodes", type=int, default=64)
+    g.add_argument(
+        "--preset",
+        help=f"a named cluster family: {', '.join(PRESETS)} (solver_sched/synthetic/presets.py); "
+        "without it, the first generator with --running and --pending",
+    )
+    g.add_argument("--nodes", type=int, help="default: 64, or 512 with --preset")
     g.add_argument("--running", type=int, default=200)
     g.add_argument("--pending", type=int, default=100)
     g.add_argument("--seed", type=int, default=1)
@@ -114,11 +120,28 @@ def main(argv: list[str] | None = None) -> int:
             rc = run_fleet_demo(args.testenv, args.operator, Path.cwd())
         return rc
     if args.command == "generate":
-        from solver_sched.synthetic import write_cluster
-
-        write_cluster(args.out, args.nodes, args.running, args.pending, args.seed, args.now)
-        return 0
+        return _generate(args)
     return _whatif(args)
+
+
+def _generate(args: argparse.Namespace) -> int:
+    from solver_sched.synthetic import write_cluster, write_preset
+
+    if args.nodes is not None and args.nodes < 1:
+        print(f"error: --nodes must be at least 1, not {args.nodes}", file=sys.stderr)
+        return 2
+    if args.preset is None:
+        nodes = 64 if args.nodes is None else args.nodes
+        write_cluster(args.out, nodes, args.running, args.pending, args.seed, args.now)
+        return 0
+    if args.preset not in PRESETS:
+        print(
+            f"error: --preset {args.preset!r} is unknown; choose one of {', '.join(PRESETS)}",
+            file=sys.stderr,
+        )
+        return 2
+    write_preset(args.out, args.preset, args.seed, args.now, args.nodes)
+    return 0
 
 
 def _run(args: argparse.Namespace) -> int:
