@@ -52,7 +52,6 @@ def whatif(
 ) -> int:
     from solver_sched.cli.render import to_json, to_table
     from solver_sched.cycle import run_cycle
-    from solver_sched.fleet.controller import fleet_config
     from solver_sched.io.fleet_snapshot import MemberState, build_fleet, read_plan
 
     members = []
@@ -67,8 +66,9 @@ def whatif(
             print(f"solver-sched: --member {name}: {exc}", file=sys.stderr)
             return 2
     fleet = build_fleet(hub, members, scheduler_name, config.settings.cooldown)
-    result = run_cycle(fleet.snapshot, fleet_config(config), now, args.solver, args.time_limit)
-    placements = read_plan(fleet, result.plan.binds, result.plan.jobs).placements
+    result = run_cycle(fleet.snapshot, config, now, args.solver, args.time_limit)
+    plan = result.plan
+    placements = read_plan(fleet, plan.binds, plan.jobs, plan.evictions).placements
     if args.output == "json":
         out = to_json(result, fleet.snapshot)
         out["placements"] = placements
