@@ -649,3 +649,52 @@ def test_a_fleet_that_lost_its_lease_writes_nothing(fl: FleetTest) -> None:
     assert not controller.may_act()
     time.sleep(7)  # past the token the create waited for
     assert fl.copies("member-1") == []
+
+
+def test_a_high_priority_job_withdraws_a_lower_one_from_its_member(fl: FleetTest) -> None:
+    """One 8-GPU member runs a low-priority job of 2 x 4 GPUs; a high-priority job of the same
+    queue that fits nowhere else arrives. The low job is withdrawn (Preempted event, its copy
+    deleted, queued again with no member avoided), the high one is placed there and its pods
+    bound; the low one waits with its reason."""
+    _nodes(fl, "member-1", 1, gpus=8)
+    fl.fleet.join("member-1")
+    fl.hub.create(policy(purge=None))
+    fl.hub.create(pytorchjob("low", workers=1, gpus=4, priority_class="low"))
+    fl.start()
+    assert wait_for("low placed", lambda: fl.placement("low"), timeout=30) == "member-1"
+    wait_for("low bound", lambda: fl.member("member-1").bound("default", "low") == 2, 30)
+    fl.kubelet("member-1")
+    fl.hub.create(pytorchjob("high", workers=1, gpus=4, priority_class="high"))
+    assert wait_for("high placed", lambda: fl.placement("high"), timeout=40) == "member-1"
+    preempted = [m for r, m in fl.events("low") if r == "Preempted"]
+    assert preempted and "withdrawn from member-1" in preempted[0]
+    wait_for(
+        "low's copy gone", lambda: not any(c.startswith("low") for c in fl.copies("member-1")), 30
+    )
+    wait_for("high bound", lambda: fl.member("member-1").bound("default", "high") == 2, 40)
+    wait_for("low queued", lambda: fl.placement("low") is None, 30)
+    anns = fl.job("low")["metadata"].get("annotations") or {}
+    assert "solver-sched.io/failed-clusters" not in anns
+    time.sleep(2)
+    assert fl.placement("low") is None  # no room while high runs: it waits
+    assert fl.condition("low").get("reason") == "Queued"
+
+
+def test_an_elastic_job_goes_out_at_a_power_of_two_size(fl: FleetTest) -> None:
+    """Master + 1..6 one-GPU workers, 6 GPUs free in the member: the copy is made with 3 workers
+    (4 pods, the largest power of two that fits), the operator creates 4 pods and they bind."""
+    _nodes(fl, "member-1", 1, gpus=8)
+    fl.member("member-1").create(pod("other", "gpu-0", gpus=2))
+    fl.fleet.join("member-1")
+    fl.hub.create(policy(purge=None))
+    job = pytorchjob("elastic", workers=6, gpus=1)
+    job["spec"]["elasticPolicy"] = {"minReplicas": 1, "maxReplicas": 6}
+    fl.hub.create(job)
+    fl.start()
+    assert wait_for("placed", lambda: fl.placement("elastic"), timeout=30) == "member-1"
+    copy = wait_for("copy", lambda: fl.copies("member-1"), timeout=30)[0]
+    spec = fl.member("member-1").api.get(f"{JOBS.format(ns='default')}/{copy}")["spec"]
+    assert spec["pytorchReplicaSpecs"]["Worker"]["replicas"] == 3
+    wait_for("4 pods bound", lambda: fl.member("member-1").bound("default", copy) == 4, 40)
+    text = "Binding has been scheduled successfully. Result: {member-1:0,[{master 1} {worker 3}]}"
+    assert ("ScheduleBindingSucceed", text) in fl.events("elastic")
