@@ -489,7 +489,21 @@ def test_bad_objects_get_events_and_the_rest_is_placed(fl: FleetTest) -> None:
     paths = (vap, vap.replace("policies", "policybindings"))
     for obj, path in zip(deny, paths, strict=True):
         m2.api.request("POST", path, body=obj)
+
+    def denied() -> bool:  # the API server applies a new policy after a moment
+        try:
+            m2.api.request(
+                "POST",
+                JOBS.format(ns="default"),
+                query={"dryRun": "All"},
+                body=pytorchjob("picky-probe", gpus=1),
+            )
+        except ApiError as exc:
+            return "picky jobs are not admitted here" in str(exc.body.get("message"))
+        return False
+
     try:
+        wait_for("the admission policy in force", denied, timeout=30)
         _join_all(fl)
         fl.hub.apply(
             {
