@@ -599,7 +599,7 @@ def test_failover_timer_survives_a_fleet_restart(fl: FleetTest) -> None:
 
     from solver_sched.io.fleet_snapshot import ANN_TROUBLE
 
-    toleration = 10
+    toleration = 20
     _nodes(fl, "member-1", 1, gpus=8)
     _nodes(fl, "member-2", 1, gpus=8)
     _join_all(fl)
@@ -622,14 +622,14 @@ def test_failover_timer_survives_a_fleet_restart(fl: FleetTest) -> None:
     first_controller.shutdown()
     fl.started.remove(first_controller)
     fl.start(probe_interval=0.3)  # timers in memory would start again here
-    while fl.placement("timer") in (first, None) and time.monotonic() - stopped < 3 * toleration:
+    while fl.placement("timer") in (first, None) and time.monotonic() - stopped < 2 * toleration:
         assert fl.live_copies() <= 1
         time.sleep(0.2)
     took = time.monotonic() - stopped
     assert fl.placement("timer") == other
-    # tolerationSeconds + the new process's start (informers, member probes) + two cycles;
-    # restarting the timer would take at least toleration * 1.5
-    assert took < toleration * 1.5, f"failover took {took:.1f}s"
+    # tolerationSeconds + the new process's start (informers, member probes) + two cycles, with
+    # 7 s to spare on a loaded machine; restarting the timer would take at least toleration * 1.5
+    assert took < toleration + 7, f"failover took {took:.1f}s"
     assert ANN_TROUBLE not in (fl.job("timer")["metadata"].get("annotations") or {})
 
 
