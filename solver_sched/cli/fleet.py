@@ -5,66 +5,37 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import socket
 import sys
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from solver_sched.config.schema import ConfigError, SchedulerConfig, load_config
+from solver_sched.cli.loop_args import add_loop_arguments, loop_options, start_up
+from solver_sched.config.schema import SchedulerConfig
 from solver_sched.io.files import InputFileError, load_objects
 
 
 def add_parser(sub: Any) -> None:
     f = sub.add_parser("fleet", help="place hub PyTorchJobs on member clusters (the fleet)")
-    f.add_argument(
-        "--kubeconfig",
-        default=os.environ.get("KUBECONFIG"),
-        help="the hub; default: $KUBECONFIG, else the in-cluster service account",
-    )
-    f.add_argument("--namespace", default=os.environ.get("POD_NAMESPACE", "solver-sched"))
-    f.add_argument("--config-map", default="solver-sched-config")
-    f.add_argument("--cycle-interval", type=float, default=10.0)
-    f.add_argument("--leader-elect", action="store_true")
-    f.add_argument("--identity", default=os.environ.get("POD_NAME") or socket.gethostname())
-    f.add_argument("--metrics-addr", default=":8080", help="host:port; empty to disable")
-    f.add_argument("--dry-run", action="store_true", help="plan and log, change nothing")
-    f.add_argument("--qps", type=float, default=50.0)
+    add_loop_arguments(f, "the hub")
+    f.add_argument("--scheduler-name", help="default: the ConfigMap's settings.schedulerName")
+    f.add_argument("--qps", type=float, default=50.0, help="writes per second (each API server)")
     f.add_argument("--burst", type=int, default=100)
     f.add_argument("--probe-interval", type=float, default=2.0, help="member health probes")
     f.add_argument(
         "--delete-grace-seconds", type=int, default=None, help="for pods of deleted copies"
     )
-    f.add_argument("--config", type=Path, help="initial config before the ConfigMap is read")
-    f.add_argument("-v", "--verbose", action="store_true")
 
 
 def run(args: argparse.Namespace) -> int:
-    import logging
-
     from solver_sched.fleet.controller import FleetOptions, run_forever
 
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
-    try:
-        config = load_config(args.config) if args.config else None
-    except ConfigError as exc:
-        print(f"solver-sched: {exc}", file=sys.stderr)
-        return 2
+    config = start_up(args)
+    if isinstance(config, int):
+        return config
     opts = FleetOptions(
-        kubeconfig=args.kubeconfig,
-        namespace=args.namespace,
-        config_map=args.config_map,
-        cycle_interval=args.cycle_interval,
-        leader_elect=args.leader_elect,
-        identity=args.identity,
-        metrics_addr=args.metrics_addr or None,
-        dry_run=args.dry_run,
-        qps=args.qps,
-        burst=args.burst,
+        **loop_options(args),
+        scheduler_name=args.scheduler_name,
         probe_interval=args.probe_interval,
         delete_grace_seconds=args.delete_grace_seconds,
     )

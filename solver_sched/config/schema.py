@@ -156,6 +156,11 @@ class Settings(_Strict):
     random_seed: int = Field(default=0, alias="randomSeed", ge=0)
     priority_preemption: bool = Field(default=True, alias="priorityPreemption")
     queue_reclaim: bool = Field(default=True, alias="queueReclaim")
+    lp_guide: bool = Field(
+        default=True,
+        alias="lpGuide",
+        description="also try greedy starting gangs in the order of the LP relaxation",
+    )
 
     @field_validator("default_cooldown")
     @classmethod

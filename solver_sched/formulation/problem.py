@@ -64,6 +64,11 @@ class JobModel:
     clusters: tuple[str, ...]  # clusters it may use
     break_needs: tuple[str, ...] = ()  # trigger keys: breaking it needs one of these to start
     shrink_needs_start: bool = True  # scaling in needs some guaranteed gang to start
+    # a counted type of interchangeable pending jobs (formulation/aggregate.py): its members,
+    # longest waiting first, and (hours, members) per waiting hour, hours descending
+    count: int = 1
+    members: tuple[str, ...] = ()
+    waiting_buckets: tuple[tuple[int, int], ...] = ()
     # size -> option index, built on first use: greedy and the packer look sizes up hundreds of
     # thousands of times, for a fraction of the jobs
     _index: dict[int, int] | None = field(default=None, init=False, repr=False, compare=False)

@@ -44,6 +44,9 @@ class FleetTest:
 
     def reset(self) -> None:
         hub = self.hub
+        for member in self.fleet.members.values():  # a test may leave a member stopped
+            if not member.server.running:
+                member.start()
         for ns in NAMESPACES:
             hub.ensure_namespace(ns)
             self._delete_all(hub, JOBS.format(ns=ns))
@@ -61,9 +64,7 @@ class FleetTest:
                 except ApiError as exc:
                     if exc.status != 409:
                         raise
-        for name, member in self.fleet.members.items():
-            if not member.server.running:
-                member.start()
+        for name in self.fleet.members:
             kube = self.member(name)
             for ns in NAMESPACES:
                 kube.ensure_namespace(ns)
@@ -573,3 +574,78 @@ def test_dry_run_writes_nothing_then_one_leader_places_once(fl: FleetTest) -> No
         text = resp.read().decode()
     assert "solver_sched_fleet_dispatches_total 1.0" in text
     assert 'solver_sched_fleet_members{state="reachable"} 2.0' in text
+
+
+def test_failover_timer_survives_a_fleet_restart(fl: FleetTest) -> None:
+    """The member holding the job stops; the fleet controller is restarted (a new process
+    state, as after a crash or a leader change) halfway through tolerationSeconds. The job still
+    fails over tolerationSeconds after the trouble began, not after the restart: the timer is
+    the hub job's RFC 3339 annotation. At most one live copy at every sample."""
+    from datetime import datetime
+
+    from solver_sched.io.fleet_snapshot import ANN_TROUBLE
+
+    toleration = 10
+    _nodes(fl, "member-1", 1, gpus=8)
+    _nodes(fl, "member-2", 1, gpus=8)
+    _join_all(fl)
+    fl.hub.create(policy(purge="Directly", toleration=toleration))
+    fl.hub.create(pytorchjob("timer", gpus=2))
+    first_controller = fl.start(probe_interval=0.3)
+    first = _running_in(fl, "timer")
+    other = next(m for m in fl.fleet.members if m != first)
+    fl.fleet.members[first].stop_server()
+    stopped = time.monotonic()
+
+    def stamp() -> str:
+        return str((fl.job("timer")["metadata"].get("annotations") or {}).get(ANN_TROUBLE, ""))
+
+    text = wait_for("trouble stamped", stamp, timeout=10)
+    assert datetime.fromisoformat(text.replace("Z", "+00:00")).tzinfo is not None
+    while time.monotonic() - stopped < toleration / 2:
+        assert fl.live_copies() <= 1
+        time.sleep(0.2)
+    first_controller.shutdown()
+    fl.started.remove(first_controller)
+    fl.start(probe_interval=0.3)  # timers in memory would start again here
+    while fl.placement("timer") in (first, None) and time.monotonic() - stopped < 3 * toleration:
+        assert fl.live_copies() <= 1
+        time.sleep(0.2)
+    took = time.monotonic() - stopped
+    assert fl.placement("timer") == other
+    # tolerationSeconds + the new process's start (informers, member probes) + two cycles;
+    # restarting the timer would take at least toleration * 1.5
+    assert took < toleration * 1.5, f"failover took {took:.1f}s"
+    assert ANN_TROUBLE not in (fl.job("timer")["metadata"].get("annotations") or {})
+
+
+def test_a_fleet_that_lost_its_lease_writes_nothing(fl: FleetTest) -> None:
+    """The leader's member write waits for a rate-limit token; meanwhile its lease lapses (its
+    renewals fail). The fence stops the write: no copy appears in the member from a process
+    that no longer leads, although the placement was decided while it led."""
+    _nodes(fl, "member-1", 1, gpus=8)
+    _join_all(fl)
+    fl.hub.ensure_namespace("solver-sched")
+    fl.hub.create(policy(purge=None, clusters=["member-1"]))
+    controller = fl.start(
+        leader_elect=True,
+        identity="fenced",
+        retry_period=0.5,
+        lease_duration=4.0,
+        renew_deadline=3.0,
+        qps=0.2,  # one write per 5 s after the first: the copy's create waits for its token
+        burst=1,
+    )
+    wait_for("leads", controller.may_act, timeout=20)
+    fl.hub.create(pytorchjob("late", gpus=1))
+    wait_for("placement written", lambda: fl.placement("late"), timeout=30)
+    assert controller.leader is not None
+
+    def cut(*_: object) -> bool:
+        raise ApiError(0, "network cut")
+
+    controller.leader.try_acquire_or_renew = cut  # type: ignore[method-assign]
+    controller.leader._renewed_at = -1e18  # the renew deadline passed: no longer the leader
+    assert not controller.may_act()
+    time.sleep(7)  # past the token the create waited for
+    assert fl.copies("member-1") == []
