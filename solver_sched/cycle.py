@@ -18,6 +18,7 @@ from functools import partial
 from solver_sched.config.schema import SchedulerConfig, Settings
 from solver_sched.domain.plan import Plan
 from solver_sched.domain.snapshot import ClusterSnapshot
+from solver_sched.domain.topology import choose
 from solver_sched.formulation.aggregate import aggregate, member_sizes
 from solver_sched.formulation.build import Built, build
 from solver_sched.formulation.prepare import prepare
@@ -99,7 +100,12 @@ def _cycle(
     limit = time_limit if time_limit is not None else s.time_limit_seconds
     timer = _Timer()
     with timer("model"):
-        problem = prepare(snapshot, config.weights, s, now)
+        topology, topology_note = choose(
+            config.topology.levels, config.topology.kueue_topology, snapshot.topologies
+        )
+        problem = prepare(snapshot, config.weights, s, now, topology)
+        if topology_note:
+            problem = replace(problem, topology_note=topology_note)
         model = aggregate(problem, partial(_created, snapshot))  # what the solver sees
         built = build(model)
     with timer("greedy"):
@@ -216,8 +222,12 @@ def _guided(
 
 
 def _verdict(snapshot: ClusterSnapshot, c: _Candidate, now: datetime, s: Settings) -> None:
-    c.plan = diff(snapshot, c.state, now, c.notes)
-    c.violations = check(snapshot, c.plan, now, s.priority_preemption, s.queue_reclaim)
+    problem = c.state.problem
+    note = problem.topology_note
+    c.plan = diff(snapshot, c.state, now, [*c.notes, *([note] if note else [])])
+    c.violations = check(
+        snapshot, c.plan, now, s.priority_preemption, s.queue_reclaim, problem.topology
+    )
 
 
 class _Solving:
