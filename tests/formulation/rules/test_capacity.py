@@ -5,6 +5,7 @@ import pytest
 from solver_sched.formulation.rules import capacity
 from tests.support.builders import (
     assert_solver_decided,
+    config,
     gang,
     node,
     other,
@@ -210,7 +211,7 @@ def test_the_solver_fills_a_node_greedy_fragments(backend: str) -> None:
     snap = snapshot(
         node("n", gpus=8), gang("a", 1, gpus=5), gang("b", 1, gpus=4), gang("c", 1, gpus=4)
     )
-    result = plan(snap, backend)
+    result = plan(snap, backend, cfg=config(lp_guide=False))  # the solver alone
     assert (result.violations, result.chosen) == ([], backend)
     assert_solver_decided(result)
     assert workers_after(snap, result.plan) == {"default/a": 0, "default/b": 1, "default/c": 1}
