@@ -106,6 +106,9 @@ def _cycle(
     if time_limit is None:
         schedulable = sum(1 for n in snapshot.nodes.values() if n.schedulable)
         budget = s.cycle_seconds or auto_budget(schedulable)
+    limit = time_limit if time_limit is not None else s.time_limit_seconds
+    if budget is not None:
+        limit = min(limit, budget)
     timer = _Timer()
     with timer("model"):
         problem = prepare(snapshot, config.weights, s, now)
@@ -127,7 +130,6 @@ def _cycle(
         first, second = second, first
     hint = first.values if first.values is not None else hint
     with timer("solve"):  # the translation; the search then runs on a worker thread
-        limit = time_limit if time_limit is not None else s.time_limit_seconds
         if budget is not None:  # an upper bound: the search is stopped at its deadline below
             limit = min(limit, max(0.01, start + budget - time.perf_counter()))
         solving = _Solving(backend, model, built, hint, limit, s)

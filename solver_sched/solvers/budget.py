@@ -14,6 +14,7 @@ nodes 3 s, 10,000 nodes 8 s, linear in between and past the last point.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 AUTO_BUDGET: Sequence[tuple[int, float]] = ((64, 0.5), (512, 1.0), (2000, 3.0), (10000, 8.0))
@@ -27,7 +28,7 @@ def auto_budget(nodes: int) -> float:
     points = AUTO_BUDGET
     if nodes <= points[0][0]:
         return points[0][1]
-    for (n0, t0), (n1, t1) in zip(points, points[1:], strict=False):
+    for (n0, t0), (n1, t1) in itertools.pairwise(points):
         if nodes <= n1:
             return t0 + (t1 - t0) * (nodes - n0) / (n1 - n0)
     (n0, t0), (n1, t1) = points[-2], points[-1]
