@@ -182,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--trace", choices=TRACES, default="itp04")
     p.add_argument("--start", default="864000", help="trace start (itp04: seconds; philly: date)")
     p.add_argument("--jobs", type=int, default=5000, help="jobs read from the trace at most")
-    p.add_argument("--load", type=float, default=8.0, help="arrivals x this denser")
+    p.add_argument("--load", type=float, default=32.0, help="arrivals x this denser")
     p.add_argument("--window-h", type=float, default=1.0, help="trace hours of arrivals replayed")
     p.add_argument("--max-duration-h", type=float, default=2.0, help="clip job durations")
     p.add_argument("--seed", type=int, default=1)
