@@ -95,6 +95,9 @@ def measure(inst: Instance, best: float, config: SchedulerConfig) -> dict[str, A
         offline = {"objective": None, "status": "skipped", "bound": None, "model_objective": None}
     _BEST_OF = None
     g, c = greedy.stats.objective or 0.0, cycle.stats.objective or 0.0
+    model = cycle.stats.solver_objective  # the solver's own value of its solution
+    # what packing lost: the solver's solution is worth more than the emitted plan
+    loss = (model - c) / abs(model) if model and model > c else 0.0
     best_obj = max(v for v in (g, c, offline["objective"]) if v is not None)
     bound = offline["bound"]
     gpus = sum(n.allocatable.get(res.GPU, 0) for n in snap.nodes.values())
@@ -120,6 +123,7 @@ def measure(inst: Instance, best: float, config: SchedulerConfig) -> dict[str, A
         "objective": c,
         "greedy_objective": g,
         "vs_greedy": c / g if g else None,
+        "packing_loss": loss,
         "best_known": best_obj,
         "best": offline,
         "gap": (best_obj - c) / abs(best_obj) if best_obj else 0.0,
@@ -160,6 +164,7 @@ def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "optimal": sum(r["optimal"] for r in rs),
                 "from_solver": sum(r["chosen"] != "greedy" for r in rs),
                 "violations": sum(r["violations"] for r in rs),
+                "packing_loss_worst": max(r["packing_loss"] for r in rs),
             }
         )
     return out

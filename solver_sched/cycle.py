@@ -28,11 +28,19 @@ from solver_sched.planning.check import check
 from solver_sched.planning.diff import diff
 from solver_sched.planning.pack import minimize_evictions, pack
 from solver_sched.solvers.cpsat import Outcome, Search
-from solver_sched.solvers.greedy import assignment_of, counts_of, greedy_plan
+from solver_sched.solvers.greedy import (
+    assignment_of,
+    counts_of,
+    greedy_plan,
+    queue_order,
+    start_order,
+)
+from solver_sched.solvers.lp import relaxation
 from solver_sched.solvers.milp import solve_milp
 from solver_sched.solvers.result import Assignment, SolveStats, SolveStatus
 
 BACKENDS = ("cpsat", "milp", "greedy")
+GUIDED = "lp-greedy"  # greedy starting gangs in the order of the LP relaxation (solvers/lp.py)
 
 
 @dataclass
@@ -98,11 +106,20 @@ def _cycle(
         greedy_state = greedy_plan(snapshot, problem)  # concrete already: it needs no packing
         greedy = assignment_of(greedy_state)
         hint = to_values(model, built, greedy.sizes, greedy.counts)
+    with timer("plan"):
+        first = _score(model, built, "greedy", greedy_state, [], hint)
+    second = None
+    if s.lp_guide and backend != "greedy" and problem.too_large is None:
+        with timer("lp"):  # which gangs the relaxation starts: greedy in that order too
+            shares = relaxation(model, built, limit)
+        if shares is not None:
+            second = _guided(snapshot, problem, model, built, shares, timer)
+    if second is not None and second.rank > first.rank:
+        first, second = second, first
+    hint = first.values if first.values is not None else hint
     with timer("solve"):  # the translation; the search then runs on a worker thread
         solving = _Solving(backend, model, built, hint, limit, s)
-    try:  # while the solver searches, greedy's candidate is scored and checked on this thread
-        with timer("plan"):
-            first = _score(model, built, "greedy", greedy_state, [], hint)
+    try:  # while the solver searches, the best greedy candidate is checked on this thread
         with timer("check"):
             _verdict(snapshot, first, now, s)
     except BaseException:
@@ -110,7 +127,7 @@ def _cycle(
         raise
     with timer("solve"):
         stats, values = solving.result()
-    candidates = [first]
+    candidates = [first, *([second] if second is not None else [])]
     # The hint given back unimproved is greedy's plan: packed again, it would only be checked
     # again (at XL that is 1-2 s). It is still tried when greedy's plan failed the checker.
     if values is not None and (values != hint or first.violations):
@@ -145,13 +162,16 @@ class _Candidate:
     notes: list[str]
     terms: dict[str, int]
     value: int | None
+    values: list[int] | None = None  # the model's variables
     plan: Plan | None = None
     violations: list[str] = field(default_factory=list)
 
     @property
-    def rank(self) -> tuple[bool, int, bool]:
-        """A candidate that does not map onto the model ranks last but stays eligible."""
-        return (self.value is not None, self.value or 0, self.label != "greedy")
+    def rank(self) -> tuple[bool, int, int]:
+        """A candidate that does not map onto the model ranks last but stays eligible; ties go
+        to the solver, then to greedy in queue order."""
+        tie = {"greedy": 1, GUIDED: 0}.get(self.label, 2)
+        return (self.value is not None, self.value or 0, tie)
 
 
 def _score(
@@ -171,7 +191,28 @@ def _score(
     if values is None:
         return _Candidate(label, st, notes, {}, None)
     terms = built.model.evaluate(values)
-    return _Candidate(label, st, notes, terms, built.model.objective_of(terms))
+    return _Candidate(label, st, notes, terms, built.model.objective_of(terms), values)
+
+
+def _guided(
+    snapshot: ClusterSnapshot,
+    problem: Problem,
+    model: Problem,
+    built: Built,
+    shares: dict[str, float],
+    timer: _Timer,
+) -> _Candidate | None:
+    """Greedy starting gangs in the order of the LP relaxation's shares (None when that is
+    queue order: the same plan as greedy's)."""
+    order = queue_order(problem)
+    if start_order(problem, order, shares) == order:
+        return None
+    with timer("greedy"):
+        st = greedy_plan(snapshot, problem, shares)
+        a = assignment_of(st)
+        values = to_values(model, built, a.sizes, a.counts)
+    with timer("plan"):
+        return _score(model, built, GUIDED, st, [], values)
 
 
 def _verdict(snapshot: ClusterSnapshot, c: _Candidate, now: datetime, s: Settings) -> None:

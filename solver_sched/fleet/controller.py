@@ -37,6 +37,7 @@ from solver_sched.io.fleet_snapshot import (
     ANN_FAILOVER_SINCE,
     ANN_TROUBLE,
     WITHDRAWING,
+    FleetCache,
     FleetSnapshot,
     HubJob,
     MemberState,
@@ -116,6 +117,7 @@ class FleetController(ControlLoop):
         self._secrets: dict[tuple[str, str], tuple[float, JsonObj | None]] = {}
         self.last_result: CycleResult | None = None
         self.last_fleet: FleetSnapshot | None = None
+        self.cache = FleetCache()  # only changed objects are derived and parsed again
 
     def lost_leadership(self) -> None:
         """Our own writes are no view of the hub any more: a new leader may have changed the
@@ -173,7 +175,7 @@ class FleetController(ControlLoop):
         members = self.member_states(referenced)
         name = self.opts.scheduler_name or config.settings.scheduler_name
         t = time.perf_counter()
-        fleet = build_fleet(hub, members, name, config.settings.cooldown)
+        fleet = build_fleet(hub, members, name, config.settings.cooldown, self.cache)
         m.phase_seconds.labels("snapshot").observe(time.perf_counter() - t)
         result = run_cycle(fleet.snapshot, fleet_config(config), now)
         for phase, secs in result.phases.items():

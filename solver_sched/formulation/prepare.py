@@ -43,7 +43,8 @@ def prepare(
     active.update({n: replace(active[n], running=order) for n, order in orders.items()})
     shapes_of, shape_reqs = pod_shapes(active)
     relevant = tuple(sorted({r for req, _ in shape_reqs for r in req} | {res.PODS}))
-    classes, class_of = node_classes(snapshot, free, shape_reqs, relevant)
+    releasing = {p.node_name for st in active.values() for p in st.running if p.node_name}
+    classes, class_of = node_classes(snapshot, free, shape_reqs, relevant, releasing)
     shapes = shape_fit(snapshot, classes, shape_reqs, free, active)
     note_unplaceable(snapshot, active, shapes, shapes_of, reasons)
     tier = tier_weights(weights, [st.job.priority for st in active.values()])

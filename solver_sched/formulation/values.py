@@ -45,7 +45,8 @@ def to_values(
         if v.w and name in index:
             k = problem.classes[cid].cluster
             cluster_of.setdefault(name, k)
-            values[v.z[(index[name], sid, k)]] += n
+            if (index[name], sid, k) in v.z:  # none for a job of one size (new * w)
+                values[v.z[(index[name], sid, k)]] += n
     placed = [0] * len(problem.jobs)
     for name, k in cluster_of.items():
         values[v.w[(index[name], k)]] += 1

@@ -5,7 +5,8 @@
   together. Jobs are interchangeable inside a class, so a per-job split would only add symmetry;
   the packer picks concrete nodes per job afterwards.
 - ``w[job,cluster]`` in {0,1} and ``z[job,shape,cluster]`` integer: with several clusters, the
-  cluster a gang runs on and its new pods there.
+  cluster a gang runs on and its new pods there (no z for a job of one size to start at: its new
+  pods there are ``new * w``).
 - ``u[queue]`` integer: GPUs of a leaf queue's min covered by its jobs (drives reclaim).
 
 For a counted type of jobs (formulation/aggregate.py) ``y``, ``w`` and ``z`` count its members,
@@ -17,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from solver_sched.formulation.linear import LinearModel
-from solver_sched.formulation.problem import Problem
+from solver_sched.formulation.problem import JobModel, Problem
 
 
 @dataclass
@@ -43,6 +44,12 @@ def demand(problem: Problem) -> dict[int, dict[int, int]]:
     return out
 
 
+def rigid_size(jm: JobModel) -> int | None:
+    """The option index of the one size a job can start or grow to (None: several, or none)."""
+    grows = [k for k, o in enumerate(jm.options) if o.new]
+    return grows[0] if len(grows) == 1 and len(jm.options) == 2 else None
+
+
 def create(problem: Problem, model: LinearModel) -> Vars:
     v = Vars()
     for jm in problem.jobs:
@@ -60,6 +67,8 @@ def create(problem: Problem, model: LinearModel) -> Vars:
             allowed = sorted(set(jm.clusters) or set(problem.clusters))
             for k in allowed:
                 v.w[(j, k)] = model.var(f"w[{jm.name},{k}]", 0, jm.count)
+                if rigid_size(jm) is not None:
+                    continue  # its new pods in k are new * w[j,k] (rules/clusters.py)
                 for sid, n in sorted(need.get(j, {}).items()):
                     v.z[(j, sid, k)] = model.var(f"z[{jm.name},{sid},{k}]", 0, n)
     if problem.waiting_weight:

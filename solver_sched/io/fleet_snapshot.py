@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -37,7 +38,7 @@ from solver_sched.io.fleet_objects import (
     PropagationPolicyObj,
     ResourceSelectorModel,
 )
-from solver_sched.io.kube_snapshot import snapshot_from_objects
+from solver_sched.io.kube_snapshot import Parsed, snapshot_from_objects
 from solver_sched.io.kubeflow import KUBEFLOW_JOB_LABEL
 from solver_sched.io.nodes import CLUSTER_LABEL
 
@@ -164,6 +165,33 @@ class FleetSnapshot:
         return None
 
 
+@dataclass
+class FleetCache:
+    """What one build of the fleet snapshot derived, for the next: the fleet form of each
+    member node and pod, each queued job's pods, and their parse, by the identity of the raw
+    object they came from (a watch cache keeps an object's dict until it changes, so only new
+    or changed objects are derived and parsed again). Each entry keeps its raw dict alive, so
+    the identity stays its own; entries a build did not use are dropped after it."""
+
+    parsed: Parsed = field(default_factory=Parsed)
+    entries: dict[tuple[Any, ...], tuple[Any, Any]] = field(default_factory=dict)
+    used: set[tuple[Any, ...]] = field(default_factory=set)
+
+    def get(self, raw: Any, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
+        self.used.add(key)
+        hit = self.entries.get(key)
+        if hit is not None and hit[0] is raw:
+            return hit[1]
+        value = make()
+        self.entries[key] = (raw, value)
+        return value
+
+    def prune(self) -> None:
+        self.entries = {k: v for k, v in self.entries.items() if k in self.used}
+        self.used = set()
+        self.parsed.prune()
+
+
 def copy_name(job: HubJob, generation: int) -> str:
     """Deterministic: the same hub job and generation always name the same copy, so a retried
     create is refused (409) instead of making a second copy. Short enough for the operator's
@@ -176,7 +204,11 @@ def build_fleet(
     members: Sequence[MemberState],
     scheduler_name: str = "solver-sched",
     default_cooldown: timedelta = timedelta(minutes=10),
+    cache: FleetCache | None = None,
 ) -> FleetSnapshot:
+    """``cache``: what the previous build of mostly the same objects derived (a controller
+    keeps one across cycles); a fresh one by default."""
+    cache = cache or FleetCache()
     errors: list[InputError] = []
     by_kind: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for obj in hub_objects:
@@ -202,14 +234,22 @@ def build_fleet(
         # pods of a finished job (workers still up after the master succeeded) or of one the
         # fleet cannot judge take capacity only: they are no job of the queue any more
         active = {n: j for n, j in current.items() if not j.finished and not j.invalid}
-        objects += _member_objects(m, active, bool(stale[m.name]), node_member, copy_pods)
+        objects += _member_objects(m, active, bool(stale[m.name]), node_member, copy_pods, cache)
     synthetic: dict[str, tuple[str, str]] = {}
     for job in jobs.values():
         if job.invalid or job.finished:
             continue
-        objects.append(_fleet_pytorchjob(job))
-        objects += _job_pods(job, scheduler_name, copy_pods.get(job.key, {}), synthetic)
-    snap = snapshot_from_objects(objects, scheduler_name, default_cooldown)
+        objects.append(cache.get(job.raw, ("job", job.key), partial(_fleet_pytorchjob, job)))
+        real = copy_pods.get(job.key, {})
+        if job.placement is None:  # the bulk of a queue: derived once per version of the job
+            key = ("pods", job.key, _allowed_key(job), scheduler_name)
+            pods, mine = cache.get(job.raw, key, partial(_queued_pods, job, scheduler_name))
+            objects += pods
+            synthetic.update(mine)
+        else:
+            objects += _job_pods(job, scheduler_name, real, synthetic)
+    snap = snapshot_from_objects(objects, scheduler_name, default_cooldown, cache.parsed)
+    cache.prune()
     snap = _finish(snap, jobs, synthetic, errors)
     return FleetSnapshot(
         snapshot=snap,
@@ -486,6 +526,17 @@ def _allowed_clusters(job: HubJob) -> list[dict[str, Any]]:
     return exprs
 
 
+def _allowed_key(job: HubJob) -> str:
+    return json.dumps(_allowed_clusters(job), sort_keys=True)
+
+
+def _queued_pods(
+    job: HubJob, scheduler_name: str
+) -> tuple[list[dict[str, Any]], dict[str, tuple[str, str]]]:
+    synthetic: dict[str, tuple[str, str]] = {}
+    return _job_pods(job, scheduler_name, {}, synthetic), synthetic
+
+
 def _job_pods(
     job: HubJob,
     scheduler_name: str,
@@ -604,6 +655,7 @@ def _member_objects(
     blocked: bool,
     node_member: dict[str, tuple[str, str]],
     copy_pods: dict[str, dict[str, dict[str, Any]]],
+    cache: FleetCache,
 ) -> list[dict[str, Any]]:
     """A member's nodes (renamed ``member/node``, labelled with the member; unschedulable while a
     stale copy is still being removed there) and its bound pods: those of current copies join
@@ -611,41 +663,52 @@ def _member_objects(
     out: list[dict[str, Any]] = []
     for raw in m.objects:
         kind = raw.get("kind")
-        meta = raw.get("metadata") or {}
         if kind == "Node":
-            fleet_name = f"{m.name}/{meta.get('name')}"
-            node_member[fleet_name] = (m.name, str(meta.get("name")))
-            spec = dict(raw.get("spec") or {})
-            if blocked:
-                spec["unschedulable"] = True
-            labels = {**(meta.get("labels") or {}), CLUSTER_LABEL: m.name}
+            name = str((raw.get("metadata") or {}).get("name"))
+            node_member[f"{m.name}/{name}"] = (m.name, name)
             out.append(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Node",
-                    "metadata": {"name": fleet_name, "labels": labels},
-                    "spec": spec,
-                    "status": raw.get("status") or {},
-                }
+                cache.get(
+                    raw, ("node", m.name, id(raw), blocked), partial(_node, m.name, raw, blocked)
+                )
             )
         elif kind == "Pod":
             spec = raw.get("spec") or {}
             phase = (raw.get("status") or {}).get("phase")
             if not spec.get("nodeName") or phase in ("Succeeded", "Failed"):
                 continue  # pending pods of a member take nothing; finished ones free it
-            out.append(_member_pod(m.name, raw, current, copy_pods))
+            labels = (raw.get("metadata") or {}).get("labels") or {}
+            owner = current.get(labels.get(KUBEFLOW_JOB_LABEL, ""))
+            key = ("pod", m.name, id(raw), owner.key if owner else None)
+            pod, suffix = cache.get(raw, key, partial(_member_pod, m.name, raw, owner))
+            if owner is not None:
+                copy_pods.setdefault(owner.key, {})[suffix] = pod
+            out.append(pod)
     return out
 
 
+def _node(member: str, raw: Mapping[str, Any], blocked: bool) -> dict[str, Any]:
+    meta = raw.get("metadata") or {}
+    spec = dict(raw.get("spec") or {})
+    if blocked:
+        spec["unschedulable"] = True
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": f"{member}/{meta.get('name')}",
+            "labels": {**(meta.get("labels") or {}), CLUSTER_LABEL: member},
+        },
+        "spec": spec,
+        "status": raw.get("status") or {},
+    }
+
+
 def _member_pod(
-    member: str,
-    raw: Mapping[str, Any],
-    current: Mapping[str, HubJob],
-    copy_pods: dict[str, dict[str, dict[str, Any]]],
-) -> dict[str, Any]:
+    member: str, raw: Mapping[str, Any], owner: HubJob | None
+) -> tuple[dict[str, Any], str]:
+    """The pod in the fleet view, and its replica suffix when it is a copy's (of ``owner``)."""
     meta = raw.get("metadata") or {}
     labels = dict(meta.get("labels") or {})
-    owner = current.get(labels.get(KUBEFLOW_JOB_LABEL, ""))
     pod: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -665,15 +728,14 @@ def _member_pod(
     if owner is None:  # not the fleet's: capacity only, in a namespace no hub queue lists
         pod["metadata"]["namespace"] = f"{member}.{pod['metadata']['namespace']}"
         pod["spec"]["schedulerName"] = f"member:{member}"
-        return pod
+        return pod, ""
     copy_name_ = str(labels.get(KUBEFLOW_JOB_LABEL))
     suffix = str(meta.get("name", ""))[len(copy_name_) + 1 :]
     pod["metadata"]["labels"] = {
         KUBEFLOW_JOB_LABEL: owner.name,
         **{k: v for k, v in labels.items() if k in (REPLICA_TYPE, REPLICA_INDEX)},
     }
-    copy_pods.setdefault(owner.key, {})[suffix] = pod
-    return pod
+    return pod, suffix
 
 
 # -- the snapshot ----------------------------------------------------------------------------

@@ -231,3 +231,36 @@ def test_pods_of_the_current_copy_join_the_hub_job() -> None:
     assert sorted(p.node_name or "" for p in pods) == ["m1/a", "m1/b"]  # real + reserved
     assert fleet.snapshot.free_per_node["m1/b"]["nvidia.com/gpu"] == 6
     assert fleet.snapshot.free_per_node["m1/a"]["nvidia.com/gpu"] == 6
+
+
+def test_a_kept_cache_gives_the_same_snapshot_and_sees_every_change() -> None:
+    """The controller keeps one FleetCache across cycles: a build from it equals a fresh build,
+    a changed object (a new dict, as a watch delivers it) is read again, a changed policy
+    re-derives the queued pods, and objects gone are forgotten."""
+    from solver_sched.io.fleet_snapshot import FleetCache
+
+    m1 = [node("a", gpus=8), node("b", gpus=8), pod("other", "a", gpus=3)]
+    hub = [policy(), pytorchjob("j", masters=1, workers=1, gpus=2)]
+    cache = FleetCache()
+
+    def build(hub_objects: list[dict[str, Any]], members: list[MemberState]) -> FleetSnapshot:
+        kept = build_fleet(hub_objects, members, cache=cache)
+        fresh = build_fleet(hub_objects, members)
+        assert kept.snapshot.nodes == fresh.snapshot.nodes
+        assert kept.snapshot.pods == fresh.snapshot.pods
+        assert kept.snapshot.jobs == fresh.snapshot.jobs
+        assert kept.synthetic == fresh.synthetic
+        return kept
+
+    first = build(hub, [MemberState("m1", m1)])
+    again = build(hub, [MemberState("m1", m1)])
+    assert again.snapshot.nodes["m1/a"] is first.snapshot.nodes["m1/a"]  # not parsed again
+    bigger = node("a", gpus=16)
+    second = build(hub, [MemberState("m1", [bigger, *m1[1:]])])
+    assert second.snapshot.nodes["m1/a"].allocatable["nvidia.com/gpu"] == 16
+    pinned = policy(clusters=["m2"])
+    third = build([pinned, hub[1]], [MemberState("m1", m1)])
+    pod_affinity = third.snapshot.pods["default/j-master-0"].constraints
+    assert pod_affinity != first.snapshot.pods["default/j-master-0"].constraints
+    build(hub, [])
+    assert all(key[1] != "m1" for key in cache.entries if key[0] in ("node", "pod"))
