@@ -28,6 +28,7 @@ from solver_sched.placement.state import PlanState
 from solver_sched.planning.check import check
 from solver_sched.planning.diff import diff
 from solver_sched.planning.pack import minimize_evictions, pack
+from solver_sched.solvers.budget import auto_budget, search_deadline
 from solver_sched.solvers.cpsat import Outcome, Search
 from solver_sched.solvers.greedy import (
     assignment_of,
@@ -75,6 +76,10 @@ def run_cycle(
     """One global decision. Candidates (the solver's plan and greedy's) are packed onto nodes and
     ranked by the model objective; the best one the independent checker accepts is emitted.
 
+    ``time_limit`` is the search's. Without it the cycle has a budget (``cycleSeconds``, else one
+    by cluster size, solvers/budget.py): the search gets what the budget leaves, at most
+    ``timeLimitSeconds``, and stops early once it proves its optimum.
+
     Python's cyclic garbage collector is paused for the cycle: its full passes over a large
     snapshot cost 15% of a cycle at M (measured in docs/benchmarks.md). The cycle's own garbage is
     freed by reference counting, or by the next automatic collection. The switch is process-wide:
@@ -95,9 +100,16 @@ def _cycle(
     backend: str | None,
     time_limit: float | None,
 ) -> CycleResult:
+    start = time.perf_counter()
     s = config.settings
     backend = backend or s.solver
+    budget = None  # an explicit time limit is the search's, whatever the cycle takes
+    if time_limit is None:
+        schedulable = sum(1 for n in snapshot.nodes.values() if n.schedulable)
+        budget = s.cycle_seconds or auto_budget(schedulable)
     limit = time_limit if time_limit is not None else s.time_limit_seconds
+    if budget is not None:
+        limit = min(limit, budget)
     timer = _Timer()
     with timer("model"):
         topology, topology_note = choose(
@@ -124,6 +136,8 @@ def _cycle(
         first, second = second, first
     hint = first.values if first.values is not None else hint
     with timer("solve"):  # the translation; the search then runs on a worker thread
+        if budget is not None:  # an upper bound: the search is stopped at its deadline below
+            limit = min(limit, max(0.01, start + budget - time.perf_counter()))
         solving = _Solving(backend, model, built, hint, limit, s)
     try:  # while the solver searches, the best greedy candidate is checked on this thread
         with timer("check"):
@@ -132,6 +146,9 @@ def _cycle(
         solving.cancel()
         raise
     with timer("solve"):
+        if budget is not None:  # what greedy's plan took to pack and check, the solver's needs
+            after = timer.phases.get("plan", 0.0) + timer.phases.get("check", 0.0)
+            solving.stop_at(search_deadline(start, budget, after))
         stats, values = solving.result()
     candidates = [first, *([second] if second is not None else [])]
     # The hint given back unimproved is greedy's plan: packed again, it would only be checked
@@ -282,6 +299,14 @@ class _Solving:
             self.failure = _error(self.backend, exc)
         except BaseException as exc:  # re-raised on the caller's thread by result()
             self.crash = exc
+
+    def stop_at(self, deadline: float) -> None:
+        """Stops the search at ``deadline`` (a perf_counter time) if it still runs then."""
+        if self.thread is None:
+            return
+        self.thread.join(timeout=max(0.0, deadline - time.perf_counter()))
+        if self.thread.is_alive():
+            self.cancel()
 
     def cancel(self) -> None:
         """Stops a search still under way (the cycle failed meanwhile) and waits for it. CP-SAT
