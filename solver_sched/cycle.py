@@ -18,6 +18,7 @@ from functools import partial
 from solver_sched.config.schema import SchedulerConfig, Settings
 from solver_sched.domain.plan import Plan
 from solver_sched.domain.snapshot import ClusterSnapshot
+from solver_sched.domain.topology import choose
 from solver_sched.formulation.aggregate import aggregate, member_sizes
 from solver_sched.formulation.build import Built, build
 from solver_sched.formulation.prepare import prepare
@@ -27,6 +28,7 @@ from solver_sched.placement.state import PlanState
 from solver_sched.planning.check import check
 from solver_sched.planning.diff import diff
 from solver_sched.planning.pack import minimize_evictions, pack
+from solver_sched.solvers.budget import auto_budget, search_deadline
 from solver_sched.solvers.cpsat import Outcome, Search
 from solver_sched.solvers.greedy import (
     assignment_of,
@@ -74,6 +76,10 @@ def run_cycle(
     """One global decision. Candidates (the solver's plan and greedy's) are packed onto nodes and
     ranked by the model objective; the best one the independent checker accepts is emitted.
 
+    ``time_limit`` is the search's. Without it the cycle has a budget (``cycleSeconds``, else one
+    by cluster size, solvers/budget.py): the search gets what the budget leaves, at most
+    ``timeLimitSeconds``, and stops early once it proves its optimum.
+
     Python's cyclic garbage collector is paused for the cycle: its full passes over a large
     snapshot cost 15% of a cycle at M (measured in docs/benchmarks.md). The cycle's own garbage is
     freed by reference counting, or by the next automatic collection. The switch is process-wide:
@@ -94,12 +100,24 @@ def _cycle(
     backend: str | None,
     time_limit: float | None,
 ) -> CycleResult:
+    start = time.perf_counter()
     s = config.settings
     backend = backend or s.solver
+    budget = None  # an explicit time limit is the search's, whatever the cycle takes
+    if time_limit is None:
+        schedulable = sum(1 for n in snapshot.nodes.values() if n.schedulable)
+        budget = s.cycle_seconds or auto_budget(schedulable)
     limit = time_limit if time_limit is not None else s.time_limit_seconds
+    if budget is not None:
+        limit = min(limit, budget)
     timer = _Timer()
     with timer("model"):
-        problem = prepare(snapshot, config.weights, s, now)
+        topology, topology_note = choose(
+            config.topology.levels, config.topology.kueue_topology, snapshot.topologies
+        )
+        problem = prepare(snapshot, config.weights, s, now, topology)
+        if topology_note:
+            problem = replace(problem, topology_note=topology_note)
         model = aggregate(problem, partial(_created, snapshot))  # what the solver sees
         built = build(model)
     with timer("greedy"):
@@ -118,6 +136,8 @@ def _cycle(
         first, second = second, first
     hint = first.values if first.values is not None else hint
     with timer("solve"):  # the translation; the search then runs on a worker thread
+        if budget is not None:  # an upper bound: the search is stopped at its deadline below
+            limit = min(limit, max(0.01, start + budget - time.perf_counter()))
         solving = _Solving(backend, model, built, hint, limit, s)
     try:  # while the solver searches, the best greedy candidate is checked on this thread
         with timer("check"):
@@ -126,6 +146,9 @@ def _cycle(
         solving.cancel()
         raise
     with timer("solve"):
+        if budget is not None:  # what greedy's plan took to pack and check, the solver's needs
+            after = timer.phases.get("plan", 0.0) + timer.phases.get("check", 0.0)
+            solving.stop_at(search_deadline(start, budget, after))
         stats, values = solving.result()
     candidates = [first, *([second] if second is not None else [])]
     # The hint given back unimproved is greedy's plan: packed again, it would only be checked
@@ -216,8 +239,12 @@ def _guided(
 
 
 def _verdict(snapshot: ClusterSnapshot, c: _Candidate, now: datetime, s: Settings) -> None:
-    c.plan = diff(snapshot, c.state, now, c.notes)
-    c.violations = check(snapshot, c.plan, now, s.priority_preemption, s.queue_reclaim)
+    problem = c.state.problem
+    note = problem.topology_note
+    c.plan = diff(snapshot, c.state, now, [*c.notes, *([note] if note else [])])
+    c.violations = check(
+        snapshot, c.plan, now, s.priority_preemption, s.queue_reclaim, problem.topology
+    )
 
 
 class _Solving:
@@ -272,6 +299,14 @@ class _Solving:
             self.failure = _error(self.backend, exc)
         except BaseException as exc:  # re-raised on the caller's thread by result()
             self.crash = exc
+
+    def stop_at(self, deadline: float) -> None:
+        """Stops the search at ``deadline`` (a perf_counter time) if it still runs then."""
+        if self.thread is None:
+            return
+        self.thread.join(timeout=max(0.0, deadline - time.perf_counter()))
+        if self.thread.is_alive():
+            self.cancel()
 
     def cancel(self) -> None:
         """Stops a search still under way (the cycle failed meanwhile) and waits for it. CP-SAT

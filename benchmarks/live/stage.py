@@ -91,6 +91,7 @@ class StageSpec:
     operator: bool = False  # also run the Kubeflow training-operator
     kueue_pods_ready_timeout: str = "5m"
     extra_apiserver_args: tuple[str, ...] = ()
+    defer_stack: bool = False  # start the scheduler stack later (``Stage.start_stack``)
 
     def all_queues(self) -> tuple[Queue, ...]:
         return self.queues or (Queue("default", self.nodes * self.gpus_per_node),)
@@ -197,6 +198,11 @@ class Stage:
             self.kube.ensure_namespace(q.name)
         if self.spec.operator:
             self._start_operator()
+        if not self.spec.defer_stack:
+            self.start_stack()
+
+    def start_stack(self) -> None:
+        """The scheduler stack (called by ``start`` unless the spec defers it)."""
         stack = self.spec.stack
         if stack == "kueue":
             self._start_kueue()

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from solver_sched.domain.affinity import NodeConstraints
 from solver_sched.domain.cluster import Pod
 from solver_sched.domain.resources import Resources
+from solver_sched.domain.topology import Ask, Topology
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,3 +131,6 @@ class Problem:
     too_large: str | None = None  # set when the objective would overflow: solvers are skipped
     # running pods in the order they are kept, for jobs whose scale-in order is not keep order
     running_order: Mapping[str, tuple[Pod, ...]] = field(default_factory=dict)
+    topology: Topology = field(default_factory=Topology)  # the levels this cycle uses
+    asks: Mapping[str, Ask] = field(default_factory=dict)  # job -> its resolved request
+    topology_note: str | None = None  # why the config's topology could not be used

@@ -26,6 +26,7 @@ from solver_sched.io.nodes import node_from
 from solver_sched.io.pods import pod_from
 from solver_sched.io.priority_classes import read_priority_classes
 from solver_sched.io.quota_tree import quota_tree
+from solver_sched.io.topology import kueue_topologies
 
 
 @dataclass
@@ -99,6 +100,7 @@ def _snapshot(
     groups = pod_groups(b, by_kind["PodGroup"])
     pytorch = pytorch_jobs(b, by_kind["PyTorchJob"])
     jobs = jobs_from(b, pods, groups, pytorch)
+    topologies = kueue_topologies(b, by_kind["Topology"])
     job_of = {p: name for name, job in jobs.items() for p in job.pods}
     for n, p in pods.items():
         job = job_of.get(n, p.job)
@@ -111,4 +113,5 @@ def _snapshot(
         quota=quota,
         scheduler_name=scheduler_name,
         errors=tuple(b.errors),
+        topologies=topologies,
     )
