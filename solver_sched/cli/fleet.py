@@ -23,21 +23,39 @@ def add_parser(sub: Any) -> None:
         default=os.environ.get("KUBECONFIG"),
         help="the hub; default: $KUBECONFIG, else the in-cluster service account",
     )
-    f.add_argument("--namespace", default=os.environ.get("POD_NAMESPACE", "solver-sched"))
-    f.add_argument("--config-map", default="solver-sched-config")
-    f.add_argument("--cycle-interval", type=float, default=10.0)
-    f.add_argument("--leader-elect", action="store_true")
-    f.add_argument("--identity", default=os.environ.get("POD_NAME") or socket.gethostname())
+    f.add_argument(
+        "--namespace",
+        default=os.environ.get("POD_NAMESPACE", "solver-sched"),
+        help="the hub namespace of the ConfigMap and the leader Lease (default: $POD_NAMESPACE)",
+    )
+    f.add_argument(
+        "--config-map",
+        default="solver-sched-config",
+        help="ConfigMap (in --namespace) whose config.yaml holds weights and settings",
+    )
+    f.add_argument("--cycle-interval", type=float, default=10.0, help="seconds between cycles")
+    f.add_argument(
+        "--leader-elect",
+        action="store_true",
+        help="run as one of several replicas: only the holder of the Lease acts",
+    )
+    f.add_argument(
+        "--identity",
+        default=os.environ.get("POD_NAME") or socket.gethostname(),
+        help="this replica's name in the Lease (default: $POD_NAME, else the host name)",
+    )
     f.add_argument("--metrics-addr", default=":8080", help="host:port; empty to disable")
     f.add_argument("--dry-run", action="store_true", help="plan and log, change nothing")
-    f.add_argument("--qps", type=float, default=50.0)
-    f.add_argument("--burst", type=int, default=100)
+    f.add_argument(
+        "--qps", type=float, default=50.0, help="writes per second, to the hub and to each member"
+    )
+    f.add_argument("--burst", type=int, default=100, help="writes sent at once (token bucket)")
     f.add_argument("--probe-interval", type=float, default=2.0, help="member health probes")
     f.add_argument(
         "--delete-grace-seconds", type=int, default=None, help="for pods of deleted copies"
     )
     f.add_argument("--config", type=Path, help="initial config before the ConfigMap is read")
-    f.add_argument("-v", "--verbose", action="store_true")
+    f.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -79,7 +97,7 @@ def whatif(
     scheduler_name: str,
     now: datetime,
 ) -> int:
-    from solver_sched.cli.render import to_json, to_table
+    from solver_sched.cli.render import strict_failed, to_json, to_table
     from solver_sched.cycle import run_cycle
     from solver_sched.fleet.controller import fleet_config
     from solver_sched.io.fleet_snapshot import MemberState, build_fleet, read_plan
@@ -96,6 +114,8 @@ def whatif(
             print(f"solver-sched: --member {name}: {exc}", file=sys.stderr)
             return 2
     fleet = build_fleet(hub, members, scheduler_name, config.settings.cooldown)
+    if args.strict and strict_failed(fleet.snapshot.errors):
+        return 2
     result = run_cycle(fleet.snapshot, fleet_config(config), now, args.solver, args.time_limit)
     placements = read_plan(fleet, result.plan.binds, result.plan.jobs).placements
     if args.output == "json":
