@@ -11,13 +11,29 @@ SEEDS := gang-8-on-5 elastic-fill guaranteed-preempts-elastic cooldown quota-max
 GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 TESTENV := .cache/bin/kube-testenv
 TESTENV_SRC := tools/kube-testenv/main.go tools/kube-testenv/go.mod tools/kube-testenv/go.sum
+# The release the binaries report at /version (Kueue refuses to start on the unstamped
+# v0.0.0-master a plain `go build` of k8s.io/kubernetes reports).
+K8S_VERSION := v1.37.2
+K8S_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
+  -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37 \
+  -X k8s.io/component-base/version.gitTreeState=clean
 # The Kubeflow training-operator v1.8.1 (the members' operator in the fleet tests and demo), its
 # upstream main built from the module; its CRDs are copied from the same module.
 OPERATOR := .cache/bin/training-operator
 OPERATOR_SRC := tools/training-operator/go.mod tools/training-operator/go.sum
 OPERATOR_PKG := github.com/kubeflow/training-operator/cmd/training-operator.v1
+# The live study's stage (benchmarks/live): kube-scheduler and kube-controller-manager of the same
+# k8s.io/kubernetes v1.37.2 as kube-testenv (tool directives in its module: one dependency set,
+# one build cache), KWOK v0.8.0 (fake nodes and pod lifecycle) and Kueue v0.17.0, each pinned in
+# its own tools/<name> module. KWOK's Stages and Kueue's CRDs are copied from their modules.
+KUBE_BINS := .cache/bin/kube-scheduler .cache/bin/kube-controller-manager
+KWOK := .cache/bin/kwok
+KWOK_SRC := tools/kwok/go.mod tools/kwok/go.sum
+KUEUE := .cache/bin/kueue
+KUEUE_SRC := tools/kueue/go.mod tools/kueue/go.sum
+STAGE_BINS := $(KUBE_BINS) $(KWOK) $(KUEUE)
 
-.PHONY: run whatif test lint unit install testenv operator clean mutation
+.PHONY: run whatif test lint unit install testenv operator stage clean mutation
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,7 +46,7 @@ install: $(STAMP)
 # A real kube-apiserver + etcd, compiled from Go modules; rebuilt only when its sources change.
 $(TESTENV): $(TESTENV_SRC)
 	mkdir -p $(dir $(TESTENV))
-	cd tools/kube-testenv && CGO_ENABLED=0 $(GO) build -trimpath -o ../../$(TESTENV) .
+	cd tools/kube-testenv && CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(K8S_LDFLAGS)' -o ../../$(TESTENV) .
 
 testenv: $(TESTENV)
 
@@ -42,6 +58,29 @@ $(OPERATOR): $(OPERATOR_SRC)
 	chmod u+w .cache/crds/*.yaml
 
 operator: $(OPERATOR)
+
+$(KUBE_BINS) &: $(TESTENV_SRC)
+	mkdir -p $(dir $(TESTENV))
+	cd tools/kube-testenv && CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(K8S_LDFLAGS)' -o ../../.cache/bin/ \
+	  k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kube-controller-manager
+	touch $(KUBE_BINS)
+
+$(KWOK): $(KWOK_SRC)
+	mkdir -p $(dir $(KWOK)) .cache/kwok
+	cd tools/kwok && CGO_ENABLED=0 $(GO) build -trimpath -o ../../$(KWOK) sigs.k8s.io/kwok/cmd/kwok
+	cd tools/kwok && d="$$($(GO) list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage" && \
+	  cp $$d/node/fast/node-initialize.yaml $$d/pod/fast/pod-ready.yaml $$d/pod/fast/pod-complete.yaml \
+	    $$d/pod/fast/pod-delete.yaml ../../.cache/kwok/
+	chmod u+w .cache/kwok/*.yaml
+
+$(KUEUE): $(KUEUE_SRC)
+	mkdir -p $(dir $(KUEUE)) .cache/crds/kueue
+	cd tools/kueue && CGO_ENABLED=0 $(GO) build -trimpath -o ../../$(KUEUE) sigs.k8s.io/kueue/cmd/kueue
+	cd tools/kueue && cp "$$($(GO) list -m -f '{{.Dir}}' sigs.k8s.io/kueue)"/config/components/crd/bases/*.yaml \
+	  ../../.cache/crds/kueue/
+	chmod u+w .cache/crds/kueue/*.yaml
+
+stage: $(TESTENV) $(OPERATOR) $(STAGE_BINS)
 
 run: $(STAMP) $(TESTENV) $(OPERATOR)
 	$(BIN)/solver-sched demo --testenv $(TESTENV) --operator $(OPERATOR)
@@ -61,7 +100,7 @@ lint: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest -m "not integration"
 
-test: lint $(TESTENV) $(OPERATOR)
+test: lint $(TESTENV) $(OPERATOR) $(STAGE_BINS)
 	$(BIN)/pytest
 
 # Mutation testing (mutmut, pinned in pyproject.toml's `mutation` extra; not part of `make test`:

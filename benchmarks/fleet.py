@@ -15,7 +15,7 @@ solver-sched, given every job sent there, cannot start them: checked by running 
 member), GPUs and priority-weighted GPUs of the jobs that can start. Members' nodes are partly
 used by other workloads (fragmented), and the jobs ask for more than the fleet has free.
 
-    .venv/bin/python -m benchmarks.fleet                    # the issue's scale, 3 seeds
+    .venv/bin/python -m benchmarks.fleet        # the issue's scale, 3 profiles x 3 seeds
     .venv/bin/python -m benchmarks.fleet --members 4 --nodes 50 --jobs 200 --seeds 1
 Writes benchmarks/results/fleet.json.
 """
@@ -23,6 +23,7 @@ Writes benchmarks/results/fleet.json.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import random
 import resource
@@ -39,8 +40,13 @@ from solver_sched.config.schema import SchedulerConfig, Settings
 from solver_sched.cycle import run_cycle
 from solver_sched.domain import resources as res
 from solver_sched.domain.quota import QuotaTree
-from solver_sched.fleet.controller import fleet_config
-from solver_sched.io.fleet_snapshot import FleetSnapshot, MemberState, build_fleet, read_plan
+from solver_sched.io.fleet_snapshot import (
+    FleetCache,
+    FleetSnapshot,
+    MemberState,
+    build_fleet,
+    read_plan,
+)
 from solver_sched.io.kube_snapshot import snapshot_from_objects
 
 NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)
@@ -97,16 +103,27 @@ def members(n_members: int, n_nodes: int, rng: random.Random) -> list[MemberStat
     return out
 
 
-def _tree(total_gpus: int) -> dict[str, Any]:
-    leaves = [
-        {
-            "name": f"team-{t}",
-            "namespaces": [f"team-{t}"],
-            "min": {},
-            "max": {"nvidia.com/gpu": str(total_gpus // 6), "kube-queue/max-jobs": "400"},
-        }
-        for t in range(TEAMS)
-    ]
+def _tree(total_gpus: int, n_jobs: int, profile: str, rng: random.Random) -> dict[str, Any]:
+    """The hub's queues. ``open``: each team may use a sixth of the fleet and 400 jobs (the
+    limits rarely bind: capacity does). ``max-jobs``: each team lets out between a fifth and
+    three fifths of its jobs at once. ``gpu-quota``: each team's GPU max is 1-3% of the fleet
+    (below what it asks)."""
+    per_team = n_jobs // TEAMS
+    leaves = []
+    for t in range(TEAMS):
+        gpus, jobs = total_gpus // 6, 400
+        if profile == "max-jobs":
+            jobs = rng.randint(max(1, per_team // 5), max(1, 3 * per_team // 5))
+        elif profile == "gpu-quota":
+            gpus = rng.randint(max(1, total_gpus // 100), max(1, 3 * total_gpus // 100))
+        leaves.append(
+            {
+                "name": f"team-{t}",
+                "namespaces": [f"team-{t}"],
+                "min": {},
+                "max": {"nvidia.com/gpu": str(gpus), "kube-queue/max-jobs": str(jobs)},
+            }
+        )
     return {
         "apiVersion": "scheduling.sigs.k8s.io/v1beta1",
         "kind": "ElasticQuotaTree",
@@ -122,8 +139,10 @@ def _tree(total_gpus: int) -> dict[str, Any]:
     }
 
 
-def hub(n_jobs: int, total_gpus: int, rng: random.Random) -> list[dict[str, Any]]:
-    objs: list[dict[str, Any]] = [_tree(total_gpus)]
+def hub(
+    n_jobs: int, total_gpus: int, rng: random.Random, profile: str = "open"
+) -> list[dict[str, Any]]:
+    objs: list[dict[str, Any]] = [_tree(total_gpus, n_jobs, profile, rng)]
     for value, _, _ in PRIORITIES:
         objs.append(
             {
@@ -363,17 +382,34 @@ def score(fleet: FleetSnapshot, jobs: set[str]) -> tuple[int, int]:
     return gpus, weighted
 
 
-def run_seed(args: argparse.Namespace, seed: int) -> dict[str, Any]:
+def churn(ms: list[MemberState], rng: random.Random, share: float) -> list[MemberState]:
+    """The members as the next cycle sees them: ``share`` of their objects changed (new dicts,
+    as a watch delivers updates), the rest the same objects."""
+    out = []
+    for m in ms:
+        objs = list(m.objects)
+        for i in rng.sample(range(len(objs)), int(len(objs) * share)):
+            objs[i] = copy.deepcopy(objs[i])
+        out.append(MemberState(m.name, objs, m.reachable))
+    return out
+
+
+def run_seed(args: argparse.Namespace, seed: int, profile: str) -> dict[str, Any]:
     rng = random.Random(seed)
     ms = members(args.members, args.nodes, rng)
     total = args.members * args.nodes * GPUS
-    hub_objects = hub(args.jobs, total, rng)
+    hub_objects = hub(args.jobs, total, rng, profile)
     config = SchedulerConfig(settings=Settings(time_limit_seconds=args.time_limit))
+    cache = FleetCache()
     t = time.perf_counter()
-    fleet = build_fleet(hub_objects, ms)
+    build_fleet(hub_objects, ms, cache=cache)  # the controller's first cycle
+    t_cold = time.perf_counter() - t
+    ms = churn(ms, rng, 0.01)  # a later cycle: 1% of the member objects changed
+    t = time.perf_counter()
+    fleet = build_fleet(hub_objects, ms, cache=cache)
     t_snap = time.perf_counter() - t
-    result = run_cycle(fleet.snapshot, fleet_config(config), NOW)
-    reading = read_plan(fleet, result.plan.binds, result.plan.jobs)
+    result = run_cycle(fleet.snapshot, config, NOW)
+    reading = read_plan(fleet, result.plan.binds, result.plan.jobs, result.plan.evictions)
     cycle = time.perf_counter() - t
     ours = {k: d.cluster for k, d in reading.dispatches.items()}
     rows: dict[str, Any] = {}
@@ -399,17 +435,29 @@ def run_seed(args: argparse.Namespace, seed: int) -> dict[str, Any]:
             "decide_seconds": round(outcome.seconds, 3),
         }
     return {
+        "profile": profile,
         "seed": seed,
         "free_gpus": free_gpus,
         "demand_gpus": demand,
+        "cold_snapshot_seconds": round(t_cold, 3),
         "snapshot_seconds": round(t_snap, 3),
         "cycle_seconds": round(cycle, 3),
         "phases": {k: round(v, 3) for k, v in result.phases.items()},
         "solver": result.stats.status.value,
         "chosen": result.chosen,
+        "jobs_in_model": len(fleet.snapshot.jobs),
         "rows": rows,
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
     }
+
+
+PROFILES = ("open", "max-jobs", "gpu-quota")
+
+
+def _ratio(runs: list[dict[str, Any]], key: str, base: str) -> tuple[float, float]:
+    """Median and worst of ours / base."""
+    r = [x["rows"]["solver-sched"][key] / max(1, x["rows"][base][key]) for x in runs]
+    return statistics.median(r), min(r)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -418,9 +466,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--nodes", type=int, default=500)
     p.add_argument("--jobs", type=int, default=2000)
     p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--profiles", default=",".join(PROFILES), help="comma-separated")
     p.add_argument("--time-limit", type=float, default=1.0, help="CP-SAT search limit")
     args = p.parse_args(argv)
-    runs = [run_seed(args, seed) for seed in range(1, args.seeds + 1)]
+    profiles = [x for x in args.profiles.split(",") if x]
+    unknown = set(profiles) - set(PROFILES)
+    if unknown:
+        p.error(f"unknown profile(s) {', '.join(sorted(unknown))}; choose from {PROFILES}")
+    runs = [run_seed(args, seed, pr) for pr in profiles for seed in range(1, args.seeds + 1)]
     OUT.mkdir(exist_ok=True)
     (OUT / "fleet.json").write_text(json.dumps(runs, indent=2))
     print(
@@ -429,9 +482,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     for r in runs:
         print(
-            f"seed {r['seed']}: cycle {r['cycle_seconds']:.2f}s (snapshot "
-            f"{r['snapshot_seconds']:.2f}s, {r['solver']}, plan from {r['chosen']}), free "
-            f"{r['free_gpus']} GPUs, demand {r['demand_gpus']}, peak RSS {r['peak_rss_mb']} MB"
+            f"{r['profile']} seed {r['seed']}: cycle {r['cycle_seconds']:.2f}s (snapshot "
+            f"{r['snapshot_seconds']:.2f}s, cold {r['cold_snapshot_seconds']:.2f}s, "
+            f"{r['solver']}, plan from {r['chosen']}), free {r['free_gpus']} GPUs, demand "
+            f"{r['demand_gpus']}, peak RSS {r['peak_rss_mb']} MB"
         )
         base = r["rows"]["solver-sched"]
         for label, row in r["rows"].items():
@@ -442,8 +496,15 @@ def main(argv: list[str] | None = None) -> int:
                 f"(x{row['gpus'] / max(1, base['gpus']):.3f})  weighted {row['weighted_gpus']:6d} "
                 f"(x{row['weighted_gpus'] / max(1, base['weighted_gpus']):.3f})"
             )
-    cycles = [r["cycle_seconds"] for r in runs]
-    print(f"cycle median {statistics.median(cycles):.2f}s, worst {max(cycles):.2f}s")
+    for pr in profiles:
+        of = [r for r in runs if r["profile"] == pr]
+        cycles = [r["cycle_seconds"] for r in of]
+        parts = [f"{pr}: cycle median {statistics.median(cycles):.2f}s, worst {max(cycles):.2f}s"]
+        for base in ("first-fit", "summed-free"):
+            for key in ("gpus", "weighted_gpus"):
+                med, worst = _ratio(of, key, base)
+                parts.append(f"{key} vs {base} median x{med:.4f} worst x{worst:.4f}")
+        print("; ".join(parts))
     return 0
 
 

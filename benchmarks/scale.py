@@ -1,17 +1,24 @@
-"""Per-cycle scale study (issue 4): synthetic clusters S, M, L, XL.
+"""Per-cycle scale study (issue 14, part 3): the cluster families of ``solver_sched/synthetic``
+at S (64 nodes), M (512), L (2,000) and XL (10,000), many instances each.
 
-Cycle time = snapshot in memory -> plan checked (run_cycle), on this machine. For each scenario:
-CP-SAT with the scenario's time budget (3 cycles, p50), each right after a cycle of the greedy
-backend (the baseline) for a paired ratio, and a 60-second offline CP-SAT solve for the best known
-objective and a bound, in a forked child so that its memory is not counted as the scheduler's
-(the child's own peak includes what it inherits). One worker: on this 2-core machine two workers
-find less and bound far worse. Where the target is the optimum (S), cycles that may search until
-they prove it show what it costs.
-Prints a table with ratios against greedy; writes benchmarks/results/scale.json.
+For every instance (a preset, a size and a seed):
 
-    .venv/bin/python -m benchmarks.scale                 # S, M, L, XL
-    .venv/bin/python -m benchmarks.scale --only S M      # a subset
-    .venv/bin/python -m benchmarks.scale --best 10       # shorter offline solve
+- a cycle of the greedy backend (the baseline) and, right after it, the default cycle (the
+  controller's: the default config, CP-SAT with its budget rule, the better of greedy's and the
+  solver's plan), each on a fresh snapshot object, so what the snapshot caches is paid inside;
+  cycle time = ``run_cycle`` wall time, snapshot in memory -> checked plan. The two are paired:
+  the machine's speed swings within minutes, the ratio shows what the solver adds;
+- the best known plan: a ``--best`` seconds one-worker CP-SAT cycle in a forked child (its
+  memory is not the scheduler's); the best known is the best plan of the three, the bound is
+  that solve's (the model relaxes node placement, so it caps every plan).
+
+Prints, per size and preset, medians and worst cases of the cycle time, the paired ratio, the
+gap to the best known and the plan's value against greedy's; writes benchmarks/results/scale.json.
+Reported runs use seeds from 1001 on; ``--dev`` takes seeds 1, 2, ... for development, so nothing
+is tuned on the reported instances.
+
+    .venv/bin/python -m benchmarks.scale                              # everything (hours)
+    .venv/bin/python -m benchmarks.scale --only S M hard --instances 5 --best 10
 """
 
 from __future__ import annotations
@@ -19,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
-import resource
 import statistics
 import time
 from dataclasses import dataclass, replace
@@ -28,183 +34,213 @@ from pathlib import Path
 from typing import Any
 
 from solver_sched.config.schema import SchedulerConfig, Settings
-from solver_sched.cycle import run_cycle
+from solver_sched.cycle import CycleResult, run_cycle
+from solver_sched.domain import resources as res
 from solver_sched.domain.snapshot import ClusterSnapshot
 from solver_sched.io.kube_snapshot import snapshot_from_objects
-from solver_sched.solvers.cpsat import LIGHT_BELOW
-from solver_sched.synthetic import synthetic_objects
+from solver_sched.synthetic import PRESETS, SIZES, preset_objects
 
 NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)
 OUT = Path(__file__).resolve().parent / "results"
-MARGIN = 0.93  # run-to-run noise: XL's Python phases vary by 0.3-0.5 s (6%) between cycles
-WARMUPS = 2
-WARMUP_SHARE = 0.5
+REPORT_SEEDS = 1001
+TARGETS = {"S": 0.5, "M": 1.0, "L": 3.0, "XL": 8.0}  # seconds per cycle (issue 14)
+GAP_MEDIAN, GAP_WORST = 0.01, 0.02
+INSTANCES = {"S": 20, "M": 20, "L": 5, "XL": 2}
 
 
 @dataclass(frozen=True)
-class Scenario:
-    name: str
-    nodes: int
-    running: int
-    pending: int
-    budget: float  # the issue's p50 cycle target, seconds
-    gap_target: float
-
-
-SCENARIOS = (
-    Scenario("S", 64, 200, 100, 0.1, 0.0),
-    Scenario("M", 512, 1000, 500, 0.5, 0.005),
-    Scenario("L", 2000, 4000, 2000, 2.0, 0.01),
-    Scenario("XL", 10000, 15000, 5000, 8.0, 0.02),
-)
-
-
-def _config(time_limit: float) -> SchedulerConfig:
-    return SchedulerConfig(settings=Settings(time_limit_seconds=time_limit, workers=1))
+class Instance:
+    size: str
+    preset: str
+    seed: int
 
 
 def fresh(snap: ClusterSnapshot) -> ClusterSnapshot:
-    """The same cluster as a new snapshot object: what the snapshot caches (pods per node and per
-    job, free capacity) is computed again inside the measured cycle, as it is in the controller."""
+    """The same cluster as a new snapshot object (its caches recomputed inside the cycle)."""
     return replace(snap)
 
 
-_BEST_OF: ClusterSnapshot | None = None  # the snapshot a forked child solves offline
+def _seconds(r: CycleResult) -> float:
+    return sum(r.phases.values())
 
 
-def _best_known(seconds: float) -> tuple[float, str, float, float | None]:
-    """Objective, status, peak RSS (MB) and CP-SAT's bound of the offline solve, in the child."""
+_BEST_OF: ClusterSnapshot | None = None  # the snapshot the forked child solves
+
+
+def _best_known(seconds: float) -> dict[str, Any]:
     assert _BEST_OF is not None
-    best = run_cycle(fresh(_BEST_OF), _config(seconds), NOW, "cpsat")
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return best.stats.objective or 0.0, best.stats.status.value, rss, best.stats.bound
-
-
-def _to_optimum(snap: ClusterSnapshot, reps: int) -> dict[str, Any]:
-    """Where the target is the optimum: cycles whose search may run until it proves one (under
-    LIGHT_BELOW, so with the CP-SAT settings of short budgets), to show what it costs here."""
-    limit = 0.9 * LIGHT_BELOW
-    runs = [run_cycle(fresh(snap), _config(limit), NOW, "cpsat") for _ in range(reps)]
-    bounds = [r.stats.bound for r in runs if r.stats.bound is not None]
+    config = SchedulerConfig(settings=Settings(time_limit_seconds=seconds, workers=1))
+    r = run_cycle(fresh(_BEST_OF), config, NOW, "cpsat", seconds)  # no cycle budget
     return {
-        "time_limit": limit,
-        "cycle_p50": round(statistics.median(sum(r.phases.values()) for r in runs), 3),
-        "search_p50": round(statistics.median(r.stats.search_seconds for r in runs), 3),
-        "statuses": sorted({r.stats.status.value for r in runs}),
-        "objective": max(r.stats.objective or 0.0 for r in runs),
-        "bound": min(bounds) if bounds else None,
+        "objective": r.stats.objective,
+        "status": r.stats.status.value,
+        "bound": r.stats.bound,
+        "model_objective": r.stats.solver_objective,
+        "seconds": round(_seconds(r), 2),
     }
 
 
-def run(scenario: Scenario, reps: int, best_seconds: float) -> dict[str, object]:
+def measure(inst: Instance, best: float, config: SchedulerConfig) -> dict[str, Any]:
     global _BEST_OF
     t = time.perf_counter()
-    snap = snapshot_from_objects(
-        synthetic_objects(scenario.nodes, scenario.running, scenario.pending, 1, NOW)
-    )
+    snap = snapshot_from_objects(preset_objects(inst.preset, inst.seed, NOW, SIZES[inst.size]))
     load = time.perf_counter() - t
-    run_cycle(fresh(snap), _config(1.0), NOW, "greedy")  # a warm-up for the paired baseline
-    overhead = 0.0
-    # Warm-ups search for half the budget: too short to prove an optimum and stop early, which
-    # would hide the model translation in the solve phase. The largest of two is kept.
-    warmup = WARMUP_SHARE * scenario.budget
-    for _ in range(WARMUPS):
-        first = run_cycle(fresh(snap), _config(warmup), NOW, "cpsat")
-        # The phases add up to the cycle's wall time; greedy's plan is checked while the solver
-        # searches, so what the search does not hide is the rest of the wall time.
-        spent = sum(first.phases.values()) - first.stats.search_seconds
-        overhead = max(overhead, spent)
-    # What is left of the budget for the search, keeping 7% for run-to-run noise.
-    limit = max(0.01, MARGIN * scenario.budget - overhead)
-    # Each measured cycle is paired with a greedy-backend cycle right before it: the machine's
-    # speed swings within minutes, and the paired ratio shows what the solver adds regardless.
-    cycles, objectives, g_cycles, paired = [], [], [], []
-    for _ in range(reps):
-        greedy = run_cycle(fresh(snap), _config(1.0), NOW, "greedy")
-        g_cycles.append(sum(greedy.phases.values()))
-        r = run_cycle(fresh(snap), _config(limit), NOW, "cpsat")
-        cycles.append(sum(r.phases.values()))
-        paired.append(cycles[-1] / g_cycles[-1])
-        objectives.append(r.stats.objective or 0.0)
-        last = r
+    greedy = run_cycle(fresh(snap), config, NOW, "greedy")
+    cycle = run_cycle(fresh(snap), config, NOW)
     _BEST_OF = snap
-    with multiprocessing.get_context("fork").Pool(1) as pool:
-        best_solve, best_status, best_rss, bound = pool.apply(_best_known, (best_seconds,))
+    if best > 0:
+        with multiprocessing.get_context("fork").Pool(1) as pool:
+            offline = pool.apply(_best_known, (best,))
+    else:
+        offline = {"objective": None, "status": "skipped", "bound": None, "model_objective": None}
     _BEST_OF = None
-    to_optimum = _to_optimum(snap, reps) if scenario.gap_target == 0 else None
-    best_obj = max(best_solve, max(objectives))
-    if to_optimum is not None:
-        best_obj = max(best_obj, to_optimum["objective"])
-        bound = min((b for b in (bound, to_optimum["bound"]) if b is not None), default=None)
-    p50_obj = statistics.median(objectives)
-    gap = (best_obj - p50_obj) / abs(best_obj) if best_obj else 0.0
-    # The bound caps every plan's objective: the gap to it bounds the true gap where no solve
-    # proves the optimum (the model relaxes the nodes, so the bound holds for packed plans too).
-    bound_gap = (bound - p50_obj) / abs(bound) if bound else None
+    g, c = greedy.stats.objective or 0.0, cycle.stats.objective or 0.0
+    model = cycle.stats.solver_objective  # the solver's own value of its solution
+    # what packing lost: the solver's solution is worth more than the emitted plan
+    loss = (model - c) / abs(model) if model and model > c else 0.0
+    best_obj = max(v for v in (g, c, offline["objective"]) if v is not None)
+    bound = offline["bound"]
+    gpus = sum(n.allocatable.get(res.GPU, 0) for n in snap.nodes.values())
+    running = sum(1 for j in snap.jobs.values() if any(snap.pods[p].bound for p in j.pods))
     return {
-        "scenario": scenario.name,
-        "nodes": scenario.nodes,
-        "gpus": scenario.nodes * 8,
-        "running": scenario.running,
-        "pending": scenario.pending,
+        "size": inst.size,
+        "preset": inst.preset,
+        "seed": inst.seed,
+        "nodes": len(snap.nodes),
+        "gpus": gpus,
+        "jobs_running": running,
+        "jobs_pending": len(snap.jobs) - running,
         "load_seconds": round(load, 2),
-        "budget": scenario.budget,
-        "solver_time_limit": round(limit, 3),
-        "model": last.stats.detail,
-        "status": last.stats.status.value,
-        "chosen": last.chosen,
-        "cycle_p50": round(statistics.median(cycles), 3),
-        "cycles": [round(c, 3) for c in cycles],
-        "phases": {k: round(v, 3) for k, v in last.phases.items()},
-        "objective_p50": p50_obj,
+        "model": cycle.stats.detail,
+        "status": cycle.stats.status.value,
+        "chosen": cycle.chosen,
+        "violations": len(cycle.violations) + len(greedy.violations),
+        "cycle": round(_seconds(cycle), 3),
+        "phases": {k: round(v, 3) for k, v in cycle.phases.items()},
+        "search": round(cycle.stats.search_seconds, 3),
+        "greedy_cycle": round(_seconds(greedy), 3),
+        "paired": round(_seconds(cycle) / max(_seconds(greedy), 1e-9), 3),
+        "objective": c,
+        "greedy_objective": g,
+        "vs_greedy": c / g if g else None,
+        "packing_loss": loss,
         "best_known": best_obj,
-        "best_status": best_status,
-        "best_bound": bound,
-        "gap_to_bound": bound_gap,
-        "to_optimum": to_optimum,
-        "gap_to_best": gap,
-        "gap_target": scenario.gap_target,
-        "greedy_objective": greedy.stats.objective,
-        "greedy_cycle": round(statistics.median(g_cycles), 3),
-        "greedy_cycles": [round(c, 3) for c in g_cycles],
-        "vs_greedy_cycle": round(statistics.median(paired), 3),
-        "vs_greedy": (p50_obj / greedy.stats.objective) if greedy.stats.objective else None,
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        "best_solve_rss_mb": round(best_rss, 1),
+        "best": offline,
+        "gap": (best_obj - c) / abs(best_obj) if best_obj else 0.0,
+        "gap_to_bound": (bound - c) / abs(bound) if bound else None,
+        "optimal": offline["status"] == "OPTIMAL" and c >= (offline["model_objective"] or 0),
     }
+
+
+def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault((r["size"], r["preset"]), []).append(r)
+    for (size, name), rs in groups.items():
+        gaps = [r["gap"] for r in rs]
+        cycles = [r["cycle"] for r in rs]
+        vs = [r["vs_greedy"] for r in rs if r["vs_greedy"] is not None]
+        bounds = [r["gap_to_bound"] for r in rs if r["gap_to_bound"] is not None]
+        out.append(
+            {
+                "size": size,
+                "preset": name,
+                "instances": len(rs),
+                "nodes": rs[0]["nodes"],
+                "jobs": f"{statistics.median(r['jobs_running'] for r in rs):.0f} / "
+                f"{statistics.median(r['jobs_pending'] for r in rs):.0f}",
+                "cycle_median": statistics.median(cycles),
+                "cycle_worst": max(cycles),
+                "target": TARGETS[size],
+                "greedy_cycle_median": statistics.median(r["greedy_cycle"] for r in rs),
+                "paired_median": statistics.median(r["paired"] for r in rs),
+                "gap_median": statistics.median(gaps),
+                "gap_worst": max(gaps),
+                "bound_gap_median": statistics.median(bounds) if bounds else None,
+                "bound_gap_worst": max(bounds) if bounds else None,
+                "vs_greedy_median": statistics.median(vs) if vs else None,
+                "vs_greedy_worst": min(vs) if vs else None,
+                "optimal": sum(r["optimal"] for r in rs),
+                "from_solver": sum(r["chosen"] != "greedy" for r in rs),
+                "violations": sum(r["violations"] for r in rs),
+                "packing_loss_worst": max(r["packing_loss"] for r in rs),
+            }
+        )
+    return out
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.2f}%"
+
+
+def table(summary: list[dict[str, Any]]) -> str:
+    head = (
+        "| size | preset | n | jobs run/pend | cycle median / worst (target) | greedy cycle | "
+        "paired | gap median / worst | gap to bound median / worst | vs greedy median / worst "
+        "| proven optimal | plan from solver |"
+    )
+    lines = [head, "|" + "---|" * 12]
+    for s in summary:
+        lines.append(
+            f"| {s['size']} | {s['preset']} | {s['instances']} | {s['jobs']} | "
+            f"{s['cycle_median']:.3f} / {s['cycle_worst']:.3f} s ({s['target']} s) | "
+            f"{s['greedy_cycle_median']:.3f} s | x{s['paired_median']:.2f} | "
+            f"{_pct(s['gap_median'])} / {_pct(s['gap_worst'])} | "
+            f"{_pct(s['bound_gap_median'])} / {_pct(s['bound_gap_worst'])} | "
+            f"x{s['vs_greedy_median']:.4f} / x{s['vs_greedy_worst']:.4f} | "
+            f"{s['optimal']}/{s['instances']} | {s['from_solver']}/{s['instances']} |"
+        )
+    return "\n".join(lines)
+
+
+def instances(only: list[str], count: int | None, dev: bool) -> list[Instance]:
+    sizes = [s for s in SIZES if s in only] or list(SIZES)
+    presets = [p for p in PRESETS if p in only] or list(PRESETS)
+    unknown = set(only) - set(SIZES) - set(PRESETS)
+    if unknown:
+        raise SystemExit(f"--only: unknown {', '.join(sorted(unknown))}")
+    first = 1 if dev else REPORT_SEEDS
+    return [
+        Instance(size, name, first + i)
+        for size in sizes
+        for name in presets
+        for i in range(count if count is not None else INSTANCES[size])
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--only", nargs="*", default=[s.name for s in SCENARIOS])
-    p.add_argument("--reps", type=int, default=3)
-    p.add_argument("--best", type=float, default=60.0, help="seconds of the offline solve")
+    p.add_argument("--only", nargs="*", default=[], help="sizes and/or presets to run")
+    p.add_argument(
+        "--instances",
+        type=int,
+        help=f"per size and preset (default {', '.join(f'{k} {v}' for k, v in INSTANCES.items())})",
+    )
+    p.add_argument("--best", type=float, default=60.0, help="seconds of the best-known solve")
+    p.add_argument("--dev", action="store_true", help="development seeds 1, 2, ...")
+    p.add_argument("--time-limit", type=float, help="override the cycle's search limit")
+    p.add_argument("-o", "--out", type=Path, default=OUT / "scale.json")
     args = p.parse_args(argv)
+    config = SchedulerConfig()
+    if args.time_limit is not None:
+        config = SchedulerConfig(settings=Settings(time_limit_seconds=args.time_limit))
     rows = []
-    for scenario in SCENARIOS:
-        if scenario.name in args.only:
-            row = run(scenario, args.reps, args.best)
-            rows.append(row)
-            bound = row["gap_to_bound"]
-            opt = row["to_optimum"]
-            extra = "" if bound is None else f", gap to bound {bound:.4%}"
-            if isinstance(opt, dict):
-                extra += (
-                    f"; until proven optimal: cycle p50 {opt['cycle_p50']:.3f}s "
-                    f"(search {opt['search_p50']:.3f}s, {'/'.join(opt['statuses'])})"
-                )
-            print(
-                f"{row['scenario']:>2}: cycle p50 {row['cycle_p50']:.3f}s "
-                f"(target {row['budget']}s), gap to best {row['gap_to_best']:.4%} "
-                f"(target {row['gap_target']:.1%}), vs greedy x{row['vs_greedy']:.4f}, "
-                f"greedy cycle {row['greedy_cycle']:.3f}s (paired x{row['vs_greedy_cycle']:.2f}), "
-                f"{row['model']}, "
-                f"rss {row['peak_rss_mb']} MB (offline solve {row['best_solve_rss_mb']} MB)"
-                f"{extra}",
-                flush=True,
-            )
-    OUT.mkdir(exist_ok=True)
-    (OUT / "scale.json").write_text(json.dumps(rows, indent=2))
+    for inst in instances(args.only, args.instances, args.dev):
+        row = measure(inst, args.best, config)
+        rows.append(row)
+        print(
+            f"{inst.size:>2} {inst.preset:<16} seed {inst.seed}: cycle {row['cycle']:.3f}s "
+            f"(greedy {row['greedy_cycle']:.3f}s, x{row['paired']:.2f}), gap {_pct(row['gap'])}, "
+            f"to bound {_pct(row['gap_to_bound'])}, vs greedy x{row['vs_greedy']:.4f}, "
+            f"{row['chosen']}, {row['status']}, best {row['best']['status']}, {row['model']}",
+            flush=True,
+        )
+    summary = summarize(rows)
+    print()
+    print(table(summary))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"rows": rows, "summary": summary}, indent=2))
     return 0
 
 

@@ -18,6 +18,8 @@ from functools import partial
 from solver_sched.config.schema import SchedulerConfig, Settings
 from solver_sched.domain.plan import Plan
 from solver_sched.domain.snapshot import ClusterSnapshot
+from solver_sched.domain.topology import choose
+from solver_sched.formulation.aggregate import aggregate, member_sizes
 from solver_sched.formulation.build import Built, build
 from solver_sched.formulation.prepare import prepare
 from solver_sched.formulation.problem import Problem
@@ -26,12 +28,21 @@ from solver_sched.placement.state import PlanState
 from solver_sched.planning.check import check
 from solver_sched.planning.diff import diff
 from solver_sched.planning.pack import minimize_evictions, pack
+from solver_sched.solvers.budget import auto_budget, search_deadline
 from solver_sched.solvers.cpsat import Outcome, Search
-from solver_sched.solvers.greedy import assignment_of, counts_of, greedy_plan
+from solver_sched.solvers.greedy import (
+    assignment_of,
+    counts_of,
+    greedy_plan,
+    queue_order,
+    start_order,
+)
+from solver_sched.solvers.lp import relaxation
 from solver_sched.solvers.milp import solve_milp
 from solver_sched.solvers.result import Assignment, SolveStats, SolveStatus
 
 BACKENDS = ("cpsat", "milp", "greedy")
+GUIDED = "lp-greedy"  # greedy starting gangs in the order of the LP relaxation (solvers/lp.py)
 
 
 @dataclass
@@ -65,6 +76,10 @@ def run_cycle(
     """One global decision. Candidates (the solver's plan and greedy's) are packed onto nodes and
     ranked by the model objective; the best one the independent checker accepts is emitted.
 
+    ``time_limit`` is the search's. Without it the cycle has a budget (``cycleSeconds``, else one
+    by cluster size, solvers/budget.py): the search gets what the budget leaves, at most
+    ``timeLimitSeconds``, and stops early once it proves its optimum.
+
     Python's cyclic garbage collector is paused for the cycle: its full passes over a large
     snapshot cost 15% of a cycle at M (measured in docs/benchmarks.md). The cycle's own garbage is
     freed by reference counting, or by the next automatic collection. The switch is process-wide:
@@ -85,36 +100,63 @@ def _cycle(
     backend: str | None,
     time_limit: float | None,
 ) -> CycleResult:
+    start = time.perf_counter()
     s = config.settings
     backend = backend or s.solver
+    budget = None  # an explicit time limit is the search's, whatever the cycle takes
+    if time_limit is None:
+        schedulable = sum(1 for n in snapshot.nodes.values() if n.schedulable)
+        budget = s.cycle_seconds or auto_budget(schedulable)
     limit = time_limit if time_limit is not None else s.time_limit_seconds
+    if budget is not None:
+        limit = min(limit, budget)
     timer = _Timer()
     with timer("model"):
-        problem = prepare(snapshot, config.weights, s, now)
-        built = build(problem)
+        topology, topology_note = choose(
+            config.topology.levels, config.topology.kueue_topology, snapshot.topologies
+        )
+        problem = prepare(snapshot, config.weights, s, now, topology)
+        if topology_note:
+            problem = replace(problem, topology_note=topology_note)
+        model = aggregate(problem, partial(_created, snapshot))  # what the solver sees
+        built = build(model)
     with timer("greedy"):
         greedy_state = greedy_plan(snapshot, problem)  # concrete already: it needs no packing
         greedy = assignment_of(greedy_state)
-        hint = to_values(problem, built, greedy.sizes, greedy.counts)
+        hint = to_values(model, built, greedy.sizes, greedy.counts)
+    with timer("plan"):
+        first = _score(model, built, "greedy", greedy_state, [], hint)
+    second = None
+    if s.lp_guide and backend != "greedy" and problem.too_large is None:
+        with timer("lp"):  # which gangs the relaxation starts: greedy in that order too
+            shares = relaxation(model, built, limit)
+        if shares is not None:
+            second = _guided(snapshot, problem, model, built, shares, timer)
+    if second is not None and second.rank > first.rank:
+        first, second = second, first
+    hint = first.values if first.values is not None else hint
     with timer("solve"):  # the translation; the search then runs on a worker thread
-        solving = _Solving(backend, problem, built, hint, limit, s)
-    try:  # while the solver searches, greedy's candidate is scored and checked on this thread
-        with timer("plan"):
-            first = _score(problem, built, "greedy", greedy_state, [], hint)
+        if budget is not None:  # an upper bound: the search is stopped at its deadline below
+            limit = min(limit, max(0.01, start + budget - time.perf_counter()))
+        solving = _Solving(backend, model, built, hint, limit, s)
+    try:  # while the solver searches, the best greedy candidate is checked on this thread
         with timer("check"):
             _verdict(snapshot, first, now, s)
     except BaseException:
         solving.cancel()
         raise
     with timer("solve"):
+        if budget is not None:  # what greedy's plan took to pack and check, the solver's needs
+            after = timer.phases.get("plan", 0.0) + timer.phases.get("check", 0.0)
+            solving.stop_at(search_deadline(start, budget, after))
         stats, values = solving.result()
-    candidates = [first]
+    candidates = [first, *([second] if second is not None else [])]
     # The hint given back unimproved is greedy's plan: packed again, it would only be checked
     # again (at XL that is 1-2 s). It is still tried when greedy's plan failed the checker.
     if values is not None and (values != hint or first.violations):
         with timer("plan"):
-            st, notes = pack(snapshot, problem, _assignment(problem, built, values))
-            candidates.append(_score(problem, built, backend, st, notes, None))
+            st, notes = pack(snapshot, problem, _assignment(model, built, values))
+            candidates.append(_score(model, built, backend, st, notes, None))
     candidates.sort(key=lambda c: c.rank, reverse=True)  # ties go to the solver
     rejected: list[str] = []
     for c in candidates:  # best first; fail closed: a plan the checker rejects is never emitted
@@ -143,37 +185,66 @@ class _Candidate:
     notes: list[str]
     terms: dict[str, int]
     value: int | None
+    values: list[int] | None = None  # the model's variables
     plan: Plan | None = None
     violations: list[str] = field(default_factory=list)
 
     @property
-    def rank(self) -> tuple[bool, int, bool]:
-        """A candidate that does not map onto the model ranks last but stays eligible."""
-        return (self.value is not None, self.value or 0, self.label != "greedy")
+    def rank(self) -> tuple[bool, int, int]:
+        """A candidate that does not map onto the model ranks last but stays eligible; ties go
+        to the solver, then to greedy in queue order."""
+        tie = {"greedy": 1, GUIDED: 0}.get(self.label, 2)
+        return (self.value is not None, self.value or 0, tie)
 
 
 def _score(
-    problem: Problem,
+    model: Problem,
     built: Built,
     label: str,
     st: PlanState,
     notes: list[str],
     values: list[int] | None,
 ) -> _Candidate:
-    """Gives back the evictions the state does not need, then values it with the model."""
+    """Gives back the evictions the state does not need, then values it with the model (built
+    from ``model``, the problem as the solver sees it)."""
     undone = minimize_evictions(st)  # a note per eviction undone: none, st unchanged
     notes += undone
     if undone or values is None:
-        values = to_values(problem, built, st.size, counts_of(st.snapshot, problem, st.placed))
+        values = to_values(model, built, st.size, counts_of(st.snapshot, st.problem, st.placed))
     if values is None:
         return _Candidate(label, st, notes, {}, None)
     terms = built.model.evaluate(values)
-    return _Candidate(label, st, notes, terms, built.model.objective_of(terms))
+    return _Candidate(label, st, notes, terms, built.model.objective_of(terms), values)
+
+
+def _guided(
+    snapshot: ClusterSnapshot,
+    problem: Problem,
+    model: Problem,
+    built: Built,
+    shares: dict[str, float],
+    timer: _Timer,
+) -> _Candidate | None:
+    """Greedy starting gangs in the order of the LP relaxation's shares (None when that is
+    queue order: the same plan as greedy's)."""
+    order = queue_order(problem)
+    if start_order(problem, order, shares) == order:
+        return None
+    with timer("greedy"):
+        st = greedy_plan(snapshot, problem, shares)
+        a = assignment_of(st)
+        values = to_values(model, built, a.sizes, a.counts)
+    with timer("plan"):
+        return _score(model, built, GUIDED, st, [], values)
 
 
 def _verdict(snapshot: ClusterSnapshot, c: _Candidate, now: datetime, s: Settings) -> None:
-    c.plan = diff(snapshot, c.state, now, c.notes)
-    c.violations = check(snapshot, c.plan, now, s.priority_preemption, s.queue_reclaim)
+    problem = c.state.problem
+    note = problem.topology_note
+    c.plan = diff(snapshot, c.state, now, [*c.notes, *([note] if note else [])])
+    c.violations = check(
+        snapshot, c.plan, now, s.priority_preemption, s.queue_reclaim, problem.topology
+    )
 
 
 class _Solving:
@@ -229,6 +300,14 @@ class _Solving:
         except BaseException as exc:  # re-raised on the caller's thread by result()
             self.crash = exc
 
+    def stop_at(self, deadline: float) -> None:
+        """Stops the search at ``deadline`` (a perf_counter time) if it still runs then."""
+        if self.thread is None:
+            return
+        self.thread.join(timeout=max(0.0, deadline - time.perf_counter()))
+        if self.thread.is_alive():
+            self.cancel()
+
     def cancel(self) -> None:
         """Stops a search still under way (the cycle failed meanwhile) and waits for it. CP-SAT
         drops a stop that comes before its solve has begun, so the stop is repeated until the
@@ -260,11 +339,24 @@ def _error(backend: str, exc: Exception) -> SolveStats:
     return SolveStats(backend, SolveStatus.NO_SOLUTION, detail=f"solver error: {exc}")
 
 
+def _created(snapshot: ClusterSnapshot, job: str) -> tuple[bool, float]:
+    """Oldest first among jobs of one waiting hour (a job without a time last)."""
+    created = snapshot.jobs[job].created
+    return (created is None, created.timestamp() if created is not None else 0.0)
+
+
 def _assignment(problem: Problem, built: Built, values: list[int]) -> Assignment:
+    """Model values -> per-job sizes (a counted type's counts go to its members) and counts."""
+    v = built.vars
     sizes = {}
     for j, jm in enumerate(problem.jobs):
+        if jm.members:
+            counts_of_type = {k: values[y] for k, y in enumerate(v.y[j]) if values[y]}
+            waited = {h: values[v.r[(j, h)]] for h, _ in jm.waiting_buckets if (j, h) in v.r}
+            sizes.update(member_sizes(jm, counts_of_type, waited))
+            continue
         for k, o in enumerate(jm.options):
-            if values[built.vars.y[j][k]]:
+            if values[v.y[j][k]]:
                 sizes[jm.name] = o.size
     counts = {
         ("", sid, cid): values[var] for (sid, cid), var in built.vars.x.items() if values[var]

@@ -26,7 +26,6 @@ from datetime import timedelta
 from typing import Any
 from unittest import mock
 
-import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -496,15 +495,11 @@ def test_pod_may_bind_to_a_node_overcommitted_on_a_resource_it_does_not_request(
     }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="KNOWN WEAKNESS: classes.shape_fit counts a growing gang's own running pods as "
-    "evictable room and rules/capacity sums free GPUs over a node class, so the model completes "
-    "gang a with a 4-GPU pod into 2+2 free GPUs on two nodes; packing repairs it (a evicted), the "
-    "solver's plan ends below greedy's and the cycle silently emits greedy's plan "
-    "while reporting OPTIMAL (bound 1403992, emitted objective 467892)",
-)
 def test_solver_plan_needs_no_repair_when_a_gang_cannot_be_completed() -> None:
+    """Gang a runs 2 of 3 pods of 4 GPUs, with 2 GPUs free beside each. When n0 and n1 were one
+    class, the model completed a into 2 + 2 free GPUs of two nodes, packing evicted a instead and
+    the cycle emitted greedy's plan while reporting OPTIMAL. Nodes that run pods the plan may
+    evict are classes of their own now, so the model's node fit is exact there."""
     snap = snapshot(
         node("n0", gpus=6),
         node("n1", gpus=6),
@@ -512,6 +507,6 @@ def test_solver_plan_needs_no_repair_when_a_gang_cannot_be_completed() -> None:
         gang("b", 1, gpus=4),
     )
     result = plan(snap, "cpsat")
-    assert [bd.pod for bd in result.plan.binds] == ["default/b-worker-0"]  # holds today
-    assert result.chosen == "cpsat", result.chosen  # fails: greedy's plan had to be emitted
+    assert [bd.pod for bd in result.plan.binds] == ["default/b-worker-0"]
+    assert result.chosen == "cpsat", result.chosen
     assert not [n for n in result.plan.notes if "repair" in n]

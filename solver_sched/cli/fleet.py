@@ -5,84 +5,37 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import socket
 import sys
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from solver_sched.config.schema import ConfigError, SchedulerConfig, load_config
+from solver_sched.cli.loop_args import add_loop_arguments, loop_options, start_up
+from solver_sched.config.schema import SchedulerConfig
 from solver_sched.io.files import InputFileError, load_objects
 
 
 def add_parser(sub: Any) -> None:
     f = sub.add_parser("fleet", help="place hub PyTorchJobs on member clusters (the fleet)")
-    f.add_argument(
-        "--kubeconfig",
-        default=os.environ.get("KUBECONFIG"),
-        help="the hub; default: $KUBECONFIG, else the in-cluster service account",
-    )
-    f.add_argument(
-        "--namespace",
-        default=os.environ.get("POD_NAMESPACE", "solver-sched"),
-        help="the hub namespace of the ConfigMap and the leader Lease (default: $POD_NAMESPACE)",
-    )
-    f.add_argument(
-        "--config-map",
-        default="solver-sched-config",
-        help="ConfigMap (in --namespace) whose config.yaml holds weights and settings",
-    )
-    f.add_argument("--cycle-interval", type=float, default=10.0, help="seconds between cycles")
-    f.add_argument(
-        "--leader-elect",
-        action="store_true",
-        help="run as one of several replicas: only the holder of the Lease acts",
-    )
-    f.add_argument(
-        "--identity",
-        default=os.environ.get("POD_NAME") or socket.gethostname(),
-        help="this replica's name in the Lease (default: $POD_NAME, else the host name)",
-    )
-    f.add_argument("--metrics-addr", default=":8080", help="host:port; empty to disable")
-    f.add_argument("--dry-run", action="store_true", help="plan and log, change nothing")
-    f.add_argument(
-        "--qps", type=float, default=50.0, help="writes per second, to the hub and to each member"
-    )
+    add_loop_arguments(f, "the hub")
+    f.add_argument("--scheduler-name", help="default: the ConfigMap's settings.schedulerName")
+    f.add_argument("--qps", type=float, default=50.0, help="writes per second (each API server)")
     f.add_argument("--burst", type=int, default=100, help="writes sent at once (token bucket)")
     f.add_argument("--probe-interval", type=float, default=2.0, help="member health probes")
     f.add_argument(
         "--delete-grace-seconds", type=int, default=None, help="for pods of deleted copies"
     )
-    f.add_argument("--config", type=Path, help="initial config before the ConfigMap is read")
-    f.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
 
 
 def run(args: argparse.Namespace) -> int:
-    import logging
-
     from solver_sched.fleet.controller import FleetOptions, run_forever
 
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
-    try:
-        config = load_config(args.config) if args.config else None
-    except ConfigError as exc:
-        print(f"solver-sched: {exc}", file=sys.stderr)
-        return 2
+    config = start_up(args)
+    if isinstance(config, int):
+        return config
     opts = FleetOptions(
-        kubeconfig=args.kubeconfig,
-        namespace=args.namespace,
-        config_map=args.config_map,
-        cycle_interval=args.cycle_interval,
-        leader_elect=args.leader_elect,
-        identity=args.identity,
-        metrics_addr=args.metrics_addr or None,
-        dry_run=args.dry_run,
-        qps=args.qps,
-        burst=args.burst,
+        **loop_options(args),
+        scheduler_name=args.scheduler_name,
         probe_interval=args.probe_interval,
         delete_grace_seconds=args.delete_grace_seconds,
     )
@@ -99,7 +52,6 @@ def whatif(
 ) -> int:
     from solver_sched.cli.render import strict_failed, to_json, to_table
     from solver_sched.cycle import run_cycle
-    from solver_sched.fleet.controller import fleet_config
     from solver_sched.io.fleet_snapshot import MemberState, build_fleet, read_plan
 
     members = []
@@ -116,8 +68,9 @@ def whatif(
     fleet = build_fleet(hub, members, scheduler_name, config.settings.cooldown)
     if args.strict and strict_failed(fleet.snapshot.errors):
         return 2
-    result = run_cycle(fleet.snapshot, fleet_config(config), now, args.solver, args.time_limit)
-    placements = read_plan(fleet, result.plan.binds, result.plan.jobs).placements
+    result = run_cycle(fleet.snapshot, config, now, args.solver, args.time_limit)
+    plan = result.plan
+    placements = read_plan(fleet, plan.binds, plan.jobs, plan.evictions).placements
     if args.output == "json":
         out = to_json(result, fleet.snapshot)
         out["placements"] = placements

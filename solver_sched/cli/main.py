@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import sys
 import time
 from datetime import UTC, datetime
@@ -13,11 +12,13 @@ from pathlib import Path
 
 from solver_sched.cli import fleet as fleet_cli
 from solver_sched.cli import simulate
+from solver_sched.cli.loop_args import add_loop_arguments, loop_options, start_up
 from solver_sched.config.schema import ConfigError, SchedulerConfig, load_config
 from solver_sched.cycle import BACKENDS, run_cycle
 from solver_sched.io.files import InputFileError, load_objects
 from solver_sched.io.gcpause import gc_paused
 from solver_sched.io.kube_snapshot import snapshot_from_objects
+from solver_sched.synthetic.presets import PRESETS
 
 DESCRIPTION = """\
 An optimization-based gang scheduler for distributed AI training on Kubernetes: each cycle
@@ -77,54 +78,12 @@ def _parser() -> argparse.ArgumentParser:
         help="exit 2 when any object is rejected (default: plan the rest and list the errors)",
     )
     r = sub.add_parser("run", help="schedule a live cluster (the secondary scheduler)")
-    r.add_argument(
-        "--kubeconfig",
-        default=os.environ.get("KUBECONFIG"),
-        help="default: $KUBECONFIG, else the in-cluster service account",
-    )
+    add_loop_arguments(r, "the cluster")
     r.add_argument(
         "--scheduler-name",
         default=os.environ.get("SCHEDULER_NAME"),
         help="default: the ConfigMap's settings.schedulerName (solver-sched)",
     )
-    r.add_argument(
-        "--namespace",
-        default=os.environ.get("POD_NAMESPACE", "solver-sched"),
-        help="where the ConfigMap and the leader Lease live",
-    )
-    r.add_argument(
-        "--config-map",
-        default="solver-sched-config",
-        help="ConfigMap (in --namespace) whose config.yaml holds weights and settings",
-    )
-    r.add_argument("--cycle-interval", type=float, default=10.0, help="seconds between cycles")
-    r.add_argument(
-        "--leader-elect",
-        action="store_true",
-        help="run as one of several replicas: only the holder of the Lease acts",
-    )
-    r.add_argument(
-        "--identity",
-        default=os.environ.get("POD_NAME") or socket.gethostname(),
-        help="this replica's name in the Lease (default: $POD_NAME, else the host name)",
-    )
-    r.add_argument(
-        "--lease-duration",
-        type=float,
-        default=15.0,
-        help="seconds a standby waits after the Lease last changed before it takes over",
-    )
-    r.add_argument(
-        "--renew-deadline",
-        type=float,
-        default=10.0,
-        help="the leader stops writing once its last renewal is this old (< --lease-duration)",
-    )
-    r.add_argument(
-        "--retry-period", type=float, default=2.0, help="seconds between Lease renewals or tries"
-    )
-    r.add_argument("--metrics-addr", default=":8080", help="host:port; empty to disable")
-    r.add_argument("--dry-run", action="store_true", help="plan and report, change nothing")
     r.add_argument("--qps", type=float, default=50.0, help="binds and evictions per second")
     r.add_argument(
         "--burst", type=int, default=100, help="binds and evictions sent at once (token bucket)"
@@ -143,8 +102,6 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="grace period of evicted pods (default: each pod's own)",
     )
-    r.add_argument("--config", type=Path, help="initial config before the ConfigMap is read")
-    r.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
     fleet_cli.add_parser(sub)
     demo = sub.add_parser("demo", help="the seed scenarios live on a local API server")
     demo.add_argument(
@@ -174,9 +131,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     d.add_argument("-o", "--out", type=Path, required=True, help="the YAML file to write")
     g = sub.add_parser("generate", help="write a synthetic cluster (benchmarks)")
-    g.add_argument("--nodes", type=int, default=64, help="8-GPU nodes (default 64)")
-    g.add_argument("--running", type=int, default=200, help="running jobs (default 200)")
-    g.add_argument("--pending", type=int, default=100, help="pending jobs (default 100)")
+    g.add_argument(
+        "--preset",
+        help=f"a named cluster family: {', '.join(PRESETS)} (solver_sched/synthetic/presets.py); "
+        "without it, the first generator with --running and --pending",
+    )
+    g.add_argument("--nodes", type=int, help="default: 64, or 512 with --preset")
+    g.add_argument("--running", type=int, default=200, help="running jobs, without --preset")
+    g.add_argument("--pending", type=int, default=100, help="pending jobs, without --preset")
     g.add_argument("--seed", type=int, default=1, help="random seed: same seed, same file")
     g.add_argument(
         "--now",
@@ -207,53 +169,44 @@ def main(argv: list[str] | None = None) -> int:
             rc = run_fleet_demo(args.testenv, args.operator, Path.cwd())
         return rc
     if args.command == "generate":
-        from solver_sched.synthetic import write_cluster
-
-        write_cluster(args.out, args.nodes, args.running, args.pending, args.seed, args.now)
-        return 0
+        return _generate(args)
     return _whatif(args)
 
 
-def _run(args: argparse.Namespace) -> int:
-    import logging
+def _generate(args: argparse.Namespace) -> int:
+    from solver_sched.synthetic import write_cluster, write_preset
 
+    if args.nodes is not None and args.nodes < 1:
+        print(f"error: --nodes must be at least 1, not {args.nodes}", file=sys.stderr)
+        return 2
+    if args.preset is None:
+        nodes = 64 if args.nodes is None else args.nodes
+        write_cluster(args.out, nodes, args.running, args.pending, args.seed, args.now)
+        return 0
+    if args.preset not in PRESETS:
+        print(
+            f"error: --preset {args.preset!r} is unknown; choose one of {', '.join(PRESETS)}",
+            file=sys.stderr,
+        )
+        return 2
+    write_preset(args.out, args.preset, args.seed, args.now, args.nodes)
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
     from solver_sched.kube.controller import RunOptions, run_forever
 
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
-    try:
-        config = load_config(args.config) if args.config else None
-    except ConfigError as exc:
-        print(f"solver-sched: {exc}", file=sys.stderr)
-        return 2
+    config = start_up(args)
+    if isinstance(config, int):
+        return config
     opts = RunOptions(
-        kubeconfig=args.kubeconfig,
+        **loop_options(args),
         scheduler_name=args.scheduler_name,
-        namespace=args.namespace,
-        config_map=args.config_map,
-        cycle_interval=args.cycle_interval,
-        leader_elect=args.leader_elect,
-        identity=args.identity,
-        lease_duration=args.lease_duration,
-        renew_deadline=args.renew_deadline,
-        retry_period=args.retry_period,
-        metrics_addr=args.metrics_addr or None,
-        dry_run=args.dry_run,
-        qps=args.qps,
-        burst=args.burst,
         status_qps=args.status_qps,
         status_burst=args.status_burst,
         bind_workers=args.bind_workers,
         eviction_grace_seconds=args.eviction_grace_seconds,
     )
-    if args.leader_elect and not args.lease_duration > args.renew_deadline > args.retry_period > 0:
-        print(
-            "solver-sched: need --lease-duration > --renew-deadline > --retry-period > 0",
-            file=sys.stderr,
-        )
-        return 2
     run_forever(opts, config)
     return 0
 

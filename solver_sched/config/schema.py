@@ -20,6 +20,8 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from solver_sched.domain.topology import HOSTNAME
+
 _DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m(?!s))?(?:(\d+)s)?$")
 
 
@@ -80,6 +82,22 @@ class ObjectiveWeights(_Strict):
     packing: int = Field(
         default=1, ge=0, le=10**4, description="per GPU x free GPUs on target node"
     )
+    topology_spread: int = Field(
+        default=400,
+        alias="topologySpread",
+        ge=0,
+        le=10**6,
+        description=(
+            "per extra domain a gang with a preferred topology spans, at its level (twice this) "
+            "and at each broader level"
+        ),
+    )
+    fragmentation: int = Field(
+        default=2,
+        ge=0,
+        le=10**4,
+        description="per GPU of a free topology domain (rack, block) that the plan leaves whole",
+    )
 
     @field_validator("tiers")
     @classmethod
@@ -133,11 +151,18 @@ class Settings(_Strict):
     default_cooldown: str = Field(default="10m", alias="defaultCooldown")
     solver: Literal["cpsat", "milp", "greedy"] = "cpsat"
     time_limit_seconds: float = Field(default=10.0, alias="timeLimitSeconds", gt=0, le=3600)
+    # the whole cycle's wall time; None: by cluster size (solvers/budget.py)
+    cycle_seconds: float | None = Field(default=None, alias="cycleSeconds", gt=0, le=3600)
     workers: int = Field(default=1, ge=1, le=64, description="CP-SAT search workers")
     linearization_level: int = Field(default=2, alias="linearizationLevel", ge=0, le=2)
     random_seed: int = Field(default=0, alias="randomSeed", ge=0)
     priority_preemption: bool = Field(default=True, alias="priorityPreemption")
     queue_reclaim: bool = Field(default=True, alias="queueReclaim")
+    lp_guide: bool = Field(
+        default=True,
+        alias="lpGuide",
+        description="also try greedy starting gangs in the order of the LP relaxation",
+    )
 
     @field_validator("default_cooldown")
     @classmethod
@@ -150,9 +175,29 @@ class Settings(_Strict):
         return parse_duration(self.default_cooldown)
 
 
+class TopologyConfig(_Strict):
+    """The topology levels, broadest first (e.g. block, rack, ``kubernetes.io/hostname``). Empty:
+    a Kueue ``Topology`` object is used (the one named, or the only one)."""
+
+    levels: tuple[str, ...] = Field(default=(), max_length=16)
+    kueue_topology: str | None = Field(default=None, alias="kueueTopology", min_length=1)
+
+    @field_validator("levels")
+    @classmethod
+    def _levels(cls, levels: tuple[str, ...]) -> tuple[str, ...]:
+        if len(set(levels)) != len(levels):
+            raise ValueError(f"levels must be distinct, got {list(levels)}")
+        if any(not key for key in levels):
+            raise ValueError("a level is an empty label key")
+        if HOSTNAME in levels[:-1]:
+            raise ValueError(f"{HOSTNAME} can only be the last (narrowest) level")
+        return levels
+
+
 class SchedulerConfig(_Strict):
     weights: ObjectiveWeights = ObjectiveWeights()
     settings: Settings = Settings()
+    topology: TopologyConfig = TopologyConfig()
 
 
 class ConfigError(Exception):

@@ -9,6 +9,7 @@ from enum import StrEnum
 
 from solver_sched.domain.affinity import NodeConstraints, Taint
 from solver_sched.domain.resources import Resources
+from solver_sched.domain.topology import TopologyRequest
 
 DEFAULT_CLUSTER = "default"
 
@@ -60,6 +61,7 @@ class Pod:
     invalid: str | None = None  # e.g. unparsable requests: its job is not planned
     terminating: bool = False  # deletionTimestamp set: still holds its node, no longer a member
     uid: str = ""  # tells a pod from a later one of the same name
+    topology: TopologyRequest | None = None  # from Kueue's pod-set annotations
 
     @property
     def terminated(self) -> bool:
@@ -99,6 +101,7 @@ class Job:
     invalid: str | None = None  # why the job cannot be planned (names object and field)
     schedule_timeout: timedelta = timedelta(seconds=60)  # a partial gang is rolled back after it
     succeeded: int = 0  # members that finished: the gang is completing and is left alone
+    topology: TopologyRequest | None = None  # where its pods must (or should) sit together
 
     @property
     def elastic(self) -> bool:

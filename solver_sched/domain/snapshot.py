@@ -10,6 +10,7 @@ from functools import cached_property
 from solver_sched.domain import resources as res
 from solver_sched.domain.cluster import Job, Node, Pod
 from solver_sched.domain.quota import MAX_JOBS, QuotaTree
+from solver_sched.domain.topology import Topology
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +35,7 @@ class ClusterSnapshot:
     quota: QuotaTree = field(default_factory=QuotaTree)
     scheduler_name: str = "solver-sched"
     errors: tuple[InputError, ...] = ()
+    topologies: Mapping[str, Topology] = field(default_factory=dict)  # Kueue Topology objects
 
     @cached_property
     def pods_by_node(self) -> Mapping[str, tuple[Pod, ...]]:

@@ -9,13 +9,10 @@ conditions mirrored from their copies. Only the leader writes; ``--dry-run`` pla
 from __future__ import annotations
 
 import logging
-import socket
-import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from http.server import ThreadingHTTPServer
 from typing import Any
 
 from prometheus_client import Counter, Gauge
@@ -32,27 +29,30 @@ from solver_sched.fleet.dispatch import (
     placement_changes,
     requeue_changes,
 )
-from solver_sched.fleet.failover import FailoverTimers, copy_pods, trouble
+from solver_sched.fleet.failover import copy_pods, due, trouble
 from solver_sched.fleet.members import MemberRegistry
 from solver_sched.io.fleet_objects import CLUSTER_GROUP, POLICY_GROUPS
 from solver_sched.io.fleet_snapshot import (
     ANN_FAILOVER,
+    ANN_FAILOVER_SINCE,
+    ANN_TROUBLE,
+    PREEMPTED,
     WITHDRAWING,
+    Dispatch,
+    FleetCache,
     FleetSnapshot,
     HubJob,
     MemberState,
+    PlanReading,
     build_fleet,
     copy_name,
     read_plan,
 )
-from solver_sched.kube.api import ApiError, KubeApi, RateLimiter, load_client
-from solver_sched.kube.configsource import ConfigSource
-from solver_sched.kube.informer import Informer
-from solver_sched.kube.leader import LeaderElector
-from solver_sched.kube.resources import CONFIG_MAPS, PRIORITY_CLASSES, PYTORCH_JOBS, Resource
-from solver_sched.kube.status import StatusWriter
-from solver_sched.kube.store import ObjectStore
-from solver_sched.metrics import Metrics, serve
+from solver_sched.kube.api import ApiError, KubeApi
+from solver_sched.kube.loop import ControlLoop, LoopOptions, run_until_signalled
+from solver_sched.kube.resources import PRIORITY_CLASSES, PYTORCH_JOBS, Resource
+from solver_sched.kube.status import StatusWriter, rfc3339
+from solver_sched.metrics import Metrics
 
 log = logging.getLogger(__name__)
 JsonObj = dict[str, Any]
@@ -73,35 +73,19 @@ COMPONENT = "solver-sched-fleet"
 
 
 @dataclass
-class FleetOptions:
-    kubeconfig: str | None = None  # the hub
-    scheduler_name: str | None = None
-    namespace: str = "solver-sched"
-    config_map: str = "solver-sched-config"
-    cycle_interval: float = 10.0
-    debounce: float = 0.5
-    leader_elect: bool = False
+class FleetOptions(LoopOptions):
     lease_name: str = "solver-sched-fleet"
-    identity: str = field(default_factory=socket.gethostname)
-    lease_duration: float = 15.0
-    renew_deadline: float = 10.0
-    retry_period: float = 2.0
-    metrics_addr: str | None = None
-    dry_run: bool = False
-    qps: float = 50.0
-    burst: int = 100
     probe_interval: float = 2.0
     delete_grace_seconds: int | None = None
-    discovery_interval: float = 30.0
     secret_cache_seconds: float = 5.0
 
 
-class FleetMetrics:
+class FleetMetrics(Metrics):
     """The scheduler's metrics plus the fleet's own, in one registry."""
 
     def __init__(self) -> None:
-        self.base = Metrics()
-        r = self.base.registry
+        super().__init__()
+        r = self.registry
         self.dispatches = Counter(
             "solver_sched_fleet_dispatches_total", "Jobs placed in a member", registry=r
         )
@@ -118,122 +102,41 @@ class FleetMetrics:
             "solver_sched_fleet_members", "Members by state", ["state"], registry=r
         )
         self.queued = Gauge("solver_sched_fleet_queued_jobs", "Hub jobs not placed", registry=r)
-
-
-class FleetController:
-    def __init__(self, opts: FleetOptions, api: KubeApi | None = None) -> None:
-        self.opts = opts
-        self.api = api or KubeApi(load_client(opts.kubeconfig), RateLimiter(opts.qps, opts.burst))
-        self.store = ObjectStore()
-        self.stop = threading.Event()
-        self.metrics = FleetMetrics()
-        self.leader = (
-            LeaderElector(
-                self.api,
-                opts.namespace,
-                opts.lease_name,
-                opts.identity,
-                opts.lease_duration,
-                opts.renew_deadline,
-                opts.retry_period,
-            )
-            if opts.leader_elect and not opts.dry_run
-            else None
+        self.preemptions = Counter(
+            "solver_sched_fleet_preemptions_total",
+            "Placed jobs withdrawn for higher-priority work",
+            registry=r,
         )
+
+
+class FleetController(ControlLoop):
+    watched = HUB_WATCHED
+    thread_name = "fleet"
+
+    def __init__(self, opts: FleetOptions, api: KubeApi | None = None) -> None:
+        self.metrics: FleetMetrics
+        super().__init__(opts, api, FleetMetrics())
+        self.opts: FleetOptions = opts
         self.status = StatusWriter(self.api, self.store, COMPONENT, self.may_act)
         self.view = HubView()
         self.hub = HubWriter(self.api, self.status, self.view, self.may_act)
-        self.configs = ConfigSource(
-            self.store,
-            opts.namespace,
-            opts.config_map,
-            self._bad_config,
-            self.metrics.base.config_reloads.inc,
-        )
-        self.registry = MemberRegistry(opts.probe_interval, opts.qps, opts.burst)
-        self.timers = FailoverTimers()
-        self._graceful_since: dict[str, float] = {}
+        # member writes are fenced on the hub's lease too
+        self.registry = MemberRegistry(opts.probe_interval, opts.qps, opts.burst, self.may_act)
         self._secrets: dict[tuple[str, str], tuple[float, JsonObj | None]] = {}
-        self.informers: dict[str, Informer] = {}
-        self.cycles = 0
         self.last_result: CycleResult | None = None
         self.last_fleet: FleetSnapshot | None = None
-        self._alive = time.monotonic()
-        self._thread: threading.Thread | None = None
-        self._server: ThreadingHTTPServer | None = None
+        self.cache = FleetCache()  # only changed objects are derived and parsed again
 
-    # -- lifecycle ---------------------------------------------------------------------------
-    def may_act(self) -> bool:
-        if self.opts.dry_run or self.stop.is_set():
-            return False
-        return self.leader is None or self.leader.is_leader()
+    def lost_leadership(self) -> None:
+        """Our own writes are no view of the hub any more: a new leader may have changed the
+        jobs since (the watch shows what it did)."""
+        self.view.clear()
 
-    def start(self) -> None:
-        self._discover()
-        cm = Informer(
-            self.api,
-            CONFIG_MAPS,
-            self.store,
-            self.stop,
-            namespace=self.opts.namespace,
-            field_selector=f"metadata.name={self.opts.config_map}",
-        )
-        self.informers[CONFIG_MAPS.key] = cm
-        cm.start()
-        if self.leader is not None:
-            self.leader.start(self.stop)
-        if self.opts.metrics_addr:
-            self._server = serve(
-                self.opts.metrics_addr, self.metrics.base, self.healthy, self.ready
-            )
-        self._thread = threading.Thread(target=self._loop, name="fleet", daemon=True)
-        self._thread.start()
-
-    def shutdown(self) -> None:
-        self.stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=60)
-        if self.leader is not None:
-            self.leader.release()
+    def close(self) -> None:
         self.registry.close()
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
 
-    def healthy(self) -> bool:
-        if self._thread is not None and not self._thread.is_alive() and not self.stop.is_set():
-            return False
-        return time.monotonic() - self._alive < max(120.0, 3 * self.opts.cycle_interval)
-
-    def ready(self) -> bool:
-        live = [k for k, inf in list(self.informers.items()) if inf.thread.is_alive()]
-        return bool(live) and self.store.synced(live)
-
-    def _discover(self) -> None:
-        for resource in HUB_WATCHED:
-            if resource.key in self.informers and self.informers[resource.key].thread.is_alive():
-                continue
-            self.informers.pop(resource.key, None)
-            if resource.optional and not self._served(resource):
-                continue
-            informer = Informer(self.api, resource, self.store, self.stop)
-            self.informers[resource.key] = informer
-            informer.start()
-
-    def _served(self, resource: Resource) -> bool:
-        try:
-            doc = self.api.get(resource.base)
-        except ApiError as exc:
-            if exc.status in (404, 403):
-                return False
-            raise
-        return any(r.get("name") == resource.plural for r in doc.get("resources") or [])
-
-    def _bad_config(self, key: str, message: str) -> None:
-        self.metrics.base.config_errors.inc()
-        ns, _, name = key.partition("/")
-        ref = {"kind": "ConfigMap", "apiVersion": "v1", "namespace": ns, "name": name}
-        self.status.event(ref, "InvalidConfig", message, warning=True)
+    def event(self, ref: dict[str, object], reason: str, message: str) -> None:
+        self.status.event(ref, reason, message, warning=True)
 
     def _secret(self, namespace: str, name: str) -> JsonObj | None:
         now = time.monotonic()
@@ -249,33 +152,7 @@ class FleetController:
         self._secrets[(namespace, name)] = (now, secret)
         return secret
 
-    # -- the loop ----------------------------------------------------------------------------
-    def _loop(self) -> None:
-        next_discovery = time.monotonic() + self.opts.discovery_interval
-        while not self.stop.is_set():
-            self._alive = time.monotonic()
-            if time.monotonic() > next_discovery:
-                next_discovery = time.monotonic() + self.opts.discovery_interval
-                try:
-                    self._discover()
-                except Exception as exc:
-                    log.warning("discovery: %s", exc)
-            if not self.ready():
-                self.stop.wait(0.1)
-                continue
-            try:
-                self.cycle()
-            except Exception:
-                log.exception("fleet cycle failed")
-                self.metrics.base.cycles.labels("error").inc()
-            generation = self.store.generation
-            deadline = time.monotonic() + self.opts.cycle_interval
-            while not self.stop.is_set() and time.monotonic() < deadline:
-                changed = self.store.wait_for_change(generation, deadline - time.monotonic())
-                if changed != generation:
-                    self.stop.wait(self.opts.debounce)
-                    break
-
+    # -- the cycle ---------------------------------------------------------------------------
     def member_states(self, referenced: set[str]) -> list[MemberState]:
         out = []
         for name in sorted(self.registry.sessions):
@@ -289,10 +166,9 @@ class FleetController:
     def cycle(self) -> CycleResult | None:
         started = time.perf_counter()
         now = datetime.now(UTC)
-        m = self.metrics.base
-        m.leader.set(1 if self.may_act() else 0)
-        config = self.configs.refresh()
-        if not (self.leader is None or self.leader.is_leader()) and not self.opts.dry_run:
+        m = self.metrics
+        config = self.refresh_config()
+        if not self.leading():
             return None
         self.registry.sync(self.store.items(CLUSTERS.key), self._secret)
         hub = self.hub_objects()
@@ -307,16 +183,16 @@ class FleetController:
         members = self.member_states(referenced)
         name = self.opts.scheduler_name or config.settings.scheduler_name
         t = time.perf_counter()
-        fleet = build_fleet(hub, members, name, config.settings.cooldown)
+        fleet = build_fleet(hub, members, name, config.settings.cooldown, self.cache)
         m.phase_seconds.labels("snapshot").observe(time.perf_counter() - t)
-        result = run_cycle(fleet.snapshot, fleet_config(config), now)
+        result = run_cycle(fleet.snapshot, config, now)
         for phase, secs in result.phases.items():
             m.phase_seconds.labels(phase).observe(secs)
-        reading = read_plan(fleet, result.plan.binds, result.plan.jobs)
+        reading = read_plan(fleet, result.plan.binds, result.plan.jobs, result.plan.evictions)
         objects = {ms.name: ms.objects for ms in members}
         t = time.perf_counter()
         if self.may_act():
-            self.act(fleet, reading.dispatches, reading.placements, objects)
+            self.act(fleet, reading, objects, now)
         else:
             for key, d in reading.dispatches.items():
                 log.info("dry-run: would place %s in %s", key, d.cluster)
@@ -352,10 +228,11 @@ class FleetController:
     def act(
         self,
         fleet: FleetSnapshot,
-        dispatches: Mapping[str, Any],
-        placements: list[dict[str, Any]],
+        reading: PlanReading,
         objects: Mapping[str, Sequence[Mapping[str, Any]]],
+        now: datetime,
     ) -> None:
+        dispatches, placements = reading.dispatches, reading.placements
         by_uid = {j.uid: j for j in fleet.jobs.values()}
         for member, stale in fleet.stale.items():
             writer = self._writer(member)
@@ -366,27 +243,30 @@ class FleetController:
                     if job is not None:
                         self.hub.event(job, "StaleCopyDeleted", f"deleted copy {c.key}")
                     log.info("member %s: stale copy %s deleted", member, c.name)
-        troubled = {}
-        for job in fleet.jobs.values():
-            if job.placement is not None and not job.invalid and not job.finished:
-                why = trouble(job, fleet, objects)
-                if why:
-                    troubled[(job.key, job.placement.generation)] = why
-        self.timers.update(troubled)
         for job in sorted(fleet.jobs.values(), key=lambda j: j.key):
             if job.invalid or job.finished:
                 continue
             if job.placement is None:
                 if job.graceful_from:  # not placed again yet: the old copy stays its grace
-                    self._graceful(job, fleet, None)
+                    self._graceful(job, fleet, None, now)
                 continue
             try:
-                self._placed(job, fleet, objects, troubled)
+                self._placed(job, fleet, objects, now)
             except Exception:
                 log.exception("hub job %s", job.key)
+        withdrawn = True
+        for key, why in reading.withdrawals.items():
+            try:
+                withdrawn = self._withdraw(fleet.jobs[key], fleet, why) and withdrawn
+            except Exception:
+                withdrawn = False
+                log.exception("withdrawing %s", key)
+        if reading.blocked or not withdrawn:  # the plan's room is not free: place next cycle
+            log.info("fleet: %d placements wait for withdrawals", len(dispatches))
+            dispatches = {}
         for key, d in dispatches.items():
             try:
-                self._dispatch(fleet.jobs[key], d.cluster, d.nodes)
+                self._dispatch(fleet.jobs[key], d)
             except Exception:
                 log.exception("dispatching %s", key)
         for row in placements:
@@ -406,32 +286,37 @@ class FleetController:
         job: HubJob,
         fleet: FleetSnapshot,
         objects: Mapping[str, Sequence[Mapping[str, Any]]],
-        troubled: Mapping[tuple[str, int], str],
+        now: datetime,
     ) -> None:
         p = job.placement
         assert p is not None and job.policy is not None
         reachable = p.cluster in fleet.reachable
         current = fleet.current_copy(job)
         name = copy_name(job, p.generation)
-        if p.withdrawing:  # Directly: the old copy goes before the job is placed again
+        if p.withdrawing:  # Directly, or preempted: the copy goes before the job is queued
             gone = current is None and not copy_pods(objects.get(p.cluster, ()), name)
             if not reachable or gone:
-                if self.hub.annotate(job, requeue_changes(job, p.cluster, None)):
-                    self.hub.event(job, "FailedOver", f"copy {p.cluster}/{name} gone: queued")
+                avoid = None if p.preempted else p.cluster
+                if self.hub.annotate(job, requeue_changes(job, avoid, None)):
+                    what = "Preempted" if p.preempted else "FailedOver"
+                    self.hub.event(job, what, f"copy {p.cluster}/{name} gone: queued again")
             elif current is not None:
                 self._writer(p.cluster).delete(current)  # type: ignore[union-attr]
             return
         if job.graceful_from:
-            self._graceful(job, fleet, current)
-        key = (job.key, p.generation)
-        why = troubled.get(key)
-        mode = job.policy.purge_mode
-        if (
-            why
-            and mode not in (None, "Never")
-            and self.timers.due(key, job.policy.toleration_seconds)
-        ):
-            self._fail_over(job, fleet, current, why)
+            job = self._graceful(job, fleet, current, now)
+        policy = job.policy
+        assert policy is not None
+        why = trouble(job, fleet, objects)
+        fails_over = policy.purge_mode not in (None, "Never")
+        since = job.trouble_since
+        if bool(why and fails_over) != (since is not None):  # the timer starts or ends
+            stamp = rfc3339(now) if why else None
+            if self.hub.annotate(job, {ANN_TROUBLE: stamp}):
+                job = self._latest(job)
+                since = now if why else None
+        if why and fails_over and due(since, now, policy.toleration_seconds):
+            self._fail_over(job, fleet, current, why, now)
             return
         if current is None and reachable:
             writer = self._writer(p.cluster)
@@ -453,27 +338,35 @@ class FleetController:
             wanted[0] = {**wanted[0], "message": f"{wanted[0]['message']}; {why}"}
         self.hub.conditions(job, wanted, extra)
 
-    def _graceful(self, job: HubJob, fleet: FleetSnapshot, current: Any) -> None:
-        """Gracefully: the old copy goes once the new one runs (or after gracePeriodSeconds)."""
+    def _graceful(self, job: HubJob, fleet: FleetSnapshot, current: Any, now: datetime) -> HubJob:
+        """Gracefully: the old copy goes once the new one runs, or gracePeriodSeconds after the
+        failover began (``solver-sched.io/failover-since``). Returns the job as last written."""
         assert job.policy is not None
         old = job.graceful_from
-        first = self._graceful_since.setdefault(old, time.monotonic())
         runs = current is not None and (
             current.conditions.get("Running") == "True"
             or current.conditions.get("Succeeded") == "True"
         )
-        if not runs and time.monotonic() - first < job.policy.grace_seconds:
-            return
+        if job.failover_since is None and not runs:  # began before the time was kept
+            if self.hub.annotate(job, {ANN_FAILOVER_SINCE: rfc3339(now)}):
+                return self._latest(job)
+            return job
+        if not runs and not due(job.failover_since, now, job.policy.grace_seconds):
+            return job
         member, _, name = old.partition("/")
         found = next((c for c in fleet.copies.get(member, ()) if c.name == name), None)
         writer = self._writer(member)
         if found is not None and writer is not None and not writer.delete(found):
-            return
-        if self.hub.annotate(job, {ANN_FAILOVER: None}):
-            self._graceful_since.pop(old, None)
-            self.hub.event(job, "FailedOver", f"old copy {old} removed; the new copy runs")
+            return job
+        if self.hub.annotate(job, {ANN_FAILOVER: None, ANN_FAILOVER_SINCE: None}):
+            why = "the new copy runs" if runs else f"{job.policy.grace_seconds}s grace period over"
+            self.hub.event(job, "FailedOver", f"old copy {old} removed; {why}")
+            return self._latest(job)
+        return job
 
-    def _fail_over(self, job: HubJob, fleet: FleetSnapshot, current: Any, why: str) -> None:
+    def _fail_over(
+        self, job: HubJob, fleet: FleetSnapshot, current: Any, why: str, now: datetime
+    ) -> None:
         assert job.placement is not None and job.policy is not None
         p, mode = job.placement, job.policy.purge_mode or ""
         reachable = p.cluster in fleet.reachable
@@ -490,19 +383,38 @@ class FleetController:
                 self.hub.event(job, "ApplicationFailover", f"{message}: placed again", True)
             return
         old = f"{p.cluster}/{current.name if current else copy_name(job, p.generation)}"
-        if self.hub.annotate(job, requeue_changes(job, p.cluster, f"graceful:{old}")):
+        if self.hub.annotate(job, requeue_changes(job, p.cluster, f"graceful:{old}", now)):
             self.hub.event(
                 job, "ApplicationFailover", f"{message}: new copy first, then {old} goes", True
             )
 
-    def _dispatch(self, job: HubJob, cluster: str, nodes: Mapping[str, str]) -> None:
+    def _withdraw(self, job: HubJob, fleet: FleetSnapshot, why: str) -> bool:
+        """Take a placed job out of its member to make room for higher-priority work (the
+        plan's job-level eviction): marked ``preempted`` first (so a restart goes on deleting),
+        then its copy is deleted; it is queued again, no member avoided, once the copy is gone."""
+        p = job.placement
+        assert p is not None
+        if not self.hub.annotate(job, {ANN_FAILOVER: PREEMPTED}):
+            return False
+        self.metrics.preemptions.inc()
+        current = fleet.current_copy(job)
+        writer = self._writer(p.cluster)
+        if current is not None and writer is not None:
+            writer.delete(current)
+        self.hub.event(
+            self._latest(job), "Preempted", f"withdrawn from {p.cluster}: {why}", warning=True
+        )
+        return True
+
+    def _dispatch(self, job: HubJob, d: Dispatch) -> None:
+        cluster = d.cluster
         writer = self._writer(cluster)
         if writer is None:
             return
         generation = job.generation + 1
-        if not self.hub.annotate(job, placement_changes(job, cluster, nodes)):
+        if not self.hub.annotate(job, placement_changes(job, cluster, d.nodes)):
             return
-        err = writer.create(copy_body(job, generation))
+        err = writer.create(copy_body(job, generation, d.replicas))
         latest = self._latest(job)
         if err and err.startswith("rejected"):
             self.metrics.rejected.inc()
@@ -514,7 +426,7 @@ class FleetController:
         if err:
             log.info("hub job %s: copy in %s: %s (retried)", job.key, cluster, err)
         self.metrics.dispatches.inc()
-        text = _bound_text(job, cluster)
+        text = _bound_text(job, cluster, d.replicas)
         self.hub.event(latest, "ScheduleBindingSucceed", text)
         self.hub.conditions(
             latest, [_cond(SCHEDULED, "True", "ScheduleBindingSucceed", text)], None
@@ -552,34 +464,17 @@ class FleetController:
                 self.status.event(ref, "InvalidSpec", f"{e.field}: {e.message}", warning=True)
 
 
-def fleet_config(config: SchedulerConfig) -> SchedulerConfig:
-    """The fleet places queued jobs; it never plans evictions in members (their schedulers
-    preempt there), so the model must not count on room that preemption would free."""
-    settings = config.settings.model_copy(
-        update={"priority_preemption": False, "queue_reclaim": False}
-    )
-    return config.model_copy(update={"settings": settings})
-
-
 def _cond(kind: str, status: str, reason: str, message: str) -> JsonObj:
     return {"type": kind, "status": status, "reason": reason, "message": message}
 
 
-def _bound_text(job: HubJob, cluster: str) -> str:
-    return f"Binding has been scheduled successfully. Result: {job.result_text(cluster)}"
+def _bound_text(job: HubJob, cluster: str, replicas: Sequence[tuple[str, int]] = ()) -> str:
+    result = job.result_text(cluster, replicas)
+    return f"Binding has been scheduled successfully. Result: {result}"
 
 
 def run_forever(opts: FleetOptions, config: SchedulerConfig | None = None) -> None:
-    import signal
-
     controller = FleetController(opts)
     if config is not None:
         controller.configs.current = config
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: controller.stop.set())
-    controller.start()
-    try:
-        while not controller.stop.wait(1.0):
-            pass
-    finally:
-        controller.shutdown()
+    run_until_signalled(controller)

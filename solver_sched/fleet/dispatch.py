@@ -13,7 +13,7 @@ import copy
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,9 +21,11 @@ from solver_sched.io.fleet_snapshot import (
     ANN_CLUSTER,
     ANN_FAILED,
     ANN_FAILOVER,
+    ANN_FAILOVER_SINCE,
     ANN_GENERATION,
     ANN_HUB_JOB,
     ANN_NODES,
+    ANN_TROUBLE,
     KUBEFLOW_API,
     LABEL_GENERATION,
     LABEL_UID,
@@ -40,6 +42,7 @@ JsonObj = dict[str, Any]
 SCHEDULED = "Scheduled"  # the hub job's condition type for its placement
 PATCH = "application/merge-patch+json"
 ASSUME_SECONDS = 60.0
+PLACEMENT_ANNOTATIONS = (ANN_CLUSTER, ANN_GENERATION, ANN_NODES, ANN_FAILOVER)
 
 
 def job_path(namespace: str, name: str = "") -> str:
@@ -53,6 +56,9 @@ class HubView:
 
     def __init__(self) -> None:
         self._mine: dict[str, tuple[JsonObj, float]] = {}
+
+    def clear(self) -> None:
+        self._mine.clear()
 
     def remember(self, obj: JsonObj) -> None:
         meta = obj.get("metadata") or {}
@@ -83,7 +89,7 @@ def _uid(obj: JsonObj) -> str:
 def _placement_anns(obj: JsonObj) -> tuple[str, ...]:
     anns = (obj.get("metadata") or {}).get("annotations") or {}
     return tuple(
-        str(anns.get(k, "")) for k in (ANN_CLUSTER, ANN_GENERATION, ANN_NODES, ANN_FAILOVER)
+        str(anns.get(k, "")) for k in (*PLACEMENT_ANNOTATIONS, ANN_TROUBLE, ANN_FAILOVER_SINCE)
     )
 
 
@@ -150,10 +156,17 @@ class HubWriter:
         self.status.event(job.ref, reason, message, warning)
 
 
-def copy_body(job: HubJob, generation: int) -> JsonObj:
-    """The hub job as the member gets it: same spec (unsuspended), a deterministic name, and
-    labels that tie it to the hub job's UID and placement generation."""
+def copy_body(job: HubJob, generation: int, replicas: Sequence[tuple[str, int]] = ()) -> JsonObj:
+    """The hub job as the member gets it: same spec (unsuspended) with the replicas it was
+    placed with (an elastic job at the size the fleet chose; its elasticPolicy stays, so the
+    member may scale it), a deterministic name, and labels that tie it to the hub job's UID and
+    placement generation."""
     spec = copy.deepcopy(dict(job.raw.get("spec") or {}))
+    specs = spec.get("pytorchReplicaSpecs")
+    if isinstance(specs, dict):
+        for rtype, n in replicas or job.replicas:
+            if isinstance(specs.get(rtype), dict):
+                specs[rtype]["replicas"] = n
     run = spec.get("runPolicy")
     if isinstance(run, dict):
         run.pop("suspend", None)
@@ -256,17 +269,29 @@ def failed_text(job: HubJob, member: str) -> str:
 
 
 def placement_changes(job: HubJob, cluster: str, nodes: Mapping[str, str]) -> dict[str, str | None]:
+    """A new placement: its member, generation and reserved nodes; its failover timer starts
+    afresh (a graceful failover's old copy and start time stay until the new copy runs)."""
     return {
         ANN_CLUSTER: cluster,
         ANN_GENERATION: str(job.generation + 1),
         ANN_NODES: reserved(nodes),
+        ANN_TROUBLE: None,
     }
 
 
-def requeue_changes(job: HubJob, failed: str | None, keep: str | None) -> dict[str, str | None]:
-    """Back to the queue: no member, no reservation; ``failed`` joins the members it avoids,
-    ``keep`` is the old copy a graceful failover keeps until the new one runs."""
-    out: dict[str, str | None] = {ANN_CLUSTER: None, ANN_NODES: None, ANN_FAILOVER: keep}
+def requeue_changes(
+    job: HubJob, failed: str | None, keep: str | None, now: datetime | None = None
+) -> dict[str, str | None]:
+    """Back to the queue: no member, no reservation, no timer; ``failed`` joins the members it
+    avoids, ``keep`` is the old copy a graceful failover keeps until the new one runs (its grace
+    period counted from ``now``)."""
+    out: dict[str, str | None] = {
+        ANN_CLUSTER: None,
+        ANN_NODES: None,
+        ANN_FAILOVER: keep,
+        ANN_TROUBLE: None,
+        ANN_FAILOVER_SINCE: rfc3339(now or datetime.now(UTC)) if keep else None,
+    }
     if failed:
         out[ANN_FAILED] = failed_text(job, failed)
     return out

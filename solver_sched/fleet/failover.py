@@ -1,13 +1,15 @@
 """Application failover: when a placed job's member is unreachable, or its copy failed or stayed
 unschedulable, for ``tolerationSeconds``, the job is placed again elsewhere.
 
-The timers live in the process (like the controller's partial-gang timers): after a restart or a
-leader change they start again, which only delays a failover."""
+The timers live in the hub job (``solver-sched.io/trouble-since``, RFC 3339, written when the
+trouble is first seen and removed when it ends), so a restart or a new leader goes on counting
+from where the last one was: ``tolerationSeconds`` is wall-clock time since the trouble began,
+whoever watched it."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from solver_sched.io.fleet_snapshot import FleetSnapshot, HubJob
@@ -50,16 +52,5 @@ def trouble(
     return None
 
 
-class FailoverTimers:
-    """Since when each placement (job, generation) has been in trouble."""
-
-    def __init__(self) -> None:
-        self.since: dict[tuple[str, int], float] = {}
-
-    def update(self, troubled: Mapping[tuple[str, int], str]) -> None:
-        now = time.monotonic()
-        self.since = {k: self.since.get(k, now) for k in troubled}
-
-    def due(self, key: tuple[str, int], seconds: int) -> bool:
-        start = self.since.get(key)
-        return start is not None and time.monotonic() - start >= seconds
+def due(since: datetime | None, now: datetime, seconds: int) -> bool:
+    return since is not None and (now - since).total_seconds() >= seconds

@@ -25,7 +25,7 @@ from kubernetes import client, config
 
 from solver_sched.domain.snapshot import InputError
 from solver_sched.io.fleet_objects import ClusterObj
-from solver_sched.kube.api import ApiError, KubeApi, RateLimiter
+from solver_sched.kube.api import ApiError, Fence, KubeApi, RateLimiter
 from solver_sched.kube.informer import Informer
 from solver_sched.kube.resources import NODES, PODS, PYTORCH_JOBS
 from solver_sched.kube.store import ObjectStore
@@ -123,10 +123,16 @@ class MemberSession:
     that recovers from an outage gets a new session, so its store is re-listed."""
 
     def __init__(
-        self, spec: MemberSpec, workdir: Path, probe_interval: float, qps: float, burst: int
+        self,
+        spec: MemberSpec,
+        workdir: Path,
+        probe_interval: float,
+        qps: float,
+        burst: int,
+        fence: Fence | None = None,
     ) -> None:
         self.spec = spec
-        self.api = KubeApi(_client(spec, workdir), RateLimiter(qps, burst))
+        self.api = KubeApi(_client(spec, workdir), RateLimiter(qps, burst), fence)
         self.store = ObjectStore()
         self.stop = threading.Event()
         self.informers: list[Informer] = []
@@ -197,9 +203,12 @@ class MemberRegistry:
         probe_interval: float = 2.0,
         qps: float = 20.0,
         burst: int = 40,
+        fence: Fence | None = None,
         workdir: Path | None = None,
     ) -> None:
+        """``fence``: every write to a member checks it (the fleet's lease) before it is sent."""
         self.probe_interval, self.qps, self.burst = probe_interval, qps, burst
+        self.fence = fence
         self._tmp = tempfile.TemporaryDirectory(prefix="solver-sched-fleet-")
         self.workdir = workdir or Path(self._tmp.name)
         self.sessions: dict[str, MemberSession] = {}
@@ -231,7 +240,7 @@ class MemberRegistry:
         for name, spec in wanted.items():
             if name not in self.sessions:
                 self.sessions[name] = MemberSession(
-                    spec, self.workdir, self.probe_interval, self.qps, self.burst
+                    spec, self.workdir, self.probe_interval, self.qps, self.burst, self.fence
                 )
 
     def close(self) -> None:

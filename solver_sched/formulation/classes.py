@@ -5,7 +5,7 @@ could hold."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from solver_sched.domain import resources as res
 from solver_sched.domain.cluster import Node, Pod
@@ -36,7 +36,12 @@ def node_classes(
     free: Mapping[str, Mapping[str, int]],
     shape_reqs: list[tuple[dict[str, int], Pod]],
     relevant: tuple[str, ...],
+    releasing: Collection[str] = (),
 ) -> tuple[tuple[NodeClass, ...], dict[str, int]]:
+    """Nodes grouped by what pending pods can tell apart. A node in ``releasing`` (it runs pods
+    the plan may evict) is a class of its own: what an eviction frees is then credited to the
+    node it frees, not to a class, so the model's node fit is exact there (docs/formulation.md,
+    rule 2)."""
     label_keys: set[str] = set()
     by_name = False
     for _, pod in shape_reqs:
@@ -62,7 +67,8 @@ def node_classes(
             )
         )
         vec = tuple(max(0, free[name].get(r, 0)) for r in relevant)
-        groups[(node.cluster, labels, taints, vec, name if by_name else "")].append(node)
+        own = by_name or name in releasing
+        groups[(node.cluster, labels, taints, vec, name if own else "")].append(node)
     classes = []
     class_of: dict[str, int] = {}
     for cid, key in enumerate(sorted(groups, key=repr)):

@@ -14,6 +14,7 @@ from datetime import datetime
 from solver_sched.config.schema import ObjectiveWeights, Settings
 from solver_sched.domain import resources as res
 from solver_sched.domain.snapshot import ClusterSnapshot
+from solver_sched.domain.topology import Topology, ask_of, choose
 from solver_sched.formulation.band import (
     band_multiplier,
     bonus_keeps_tiers,
@@ -29,8 +30,15 @@ from solver_sched.formulation.triggers import break_triggers, starters
 
 
 def prepare(
-    snapshot: ClusterSnapshot, weights: ObjectiveWeights, settings: Settings, now: datetime
+    snapshot: ClusterSnapshot,
+    weights: ObjectiveWeights,
+    settings: Settings,
+    now: datetime,
+    topology: Topology | None = None,
 ) -> Problem:
+    """``topology``: the levels the cycle uses (default: the snapshot's only Kueue Topology)."""
+    if topology is None:
+        topology = choose((), None, snapshot.topologies)[0]
     reasons: dict[str, str] = {}
     states = job_states(snapshot, now, reasons)
     queue_of = {name: snapshot.queue_of(st.job) for name, st in states.items()}
@@ -43,7 +51,8 @@ def prepare(
     active.update({n: replace(active[n], running=order) for n, order in orders.items()})
     shapes_of, shape_reqs = pod_shapes(active)
     relevant = tuple(sorted({r for req, _ in shape_reqs for r in req} | {res.PODS}))
-    classes, class_of = node_classes(snapshot, free, shape_reqs, relevant)
+    releasing = {p.node_name for st in active.values() for p in st.running if p.node_name}
+    classes, class_of = node_classes(snapshot, free, shape_reqs, relevant, releasing)
     shapes = shape_fit(snapshot, classes, shape_reqs, free, active)
     note_unplaceable(snapshot, active, shapes, shapes_of, reasons)
     tier = tier_weights(weights, [st.job.priority for st in active.values()])
@@ -85,4 +94,6 @@ def prepare(
         reasons=reasons,
         too_large=overflow_reason(jobs, quotas, band, weights),
         running_order=orders,
+        topology=topology,
+        asks={n: a for n in sorted(active) if (a := ask_of(active[n].job.topology, topology))},
     )

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from solver_sched.domain.affinity import NodeConstraints
 from solver_sched.domain.cluster import Pod
 from solver_sched.domain.resources import Resources
+from solver_sched.domain.topology import Ask, Topology
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +65,11 @@ class JobModel:
     clusters: tuple[str, ...]  # clusters it may use
     break_needs: tuple[str, ...] = ()  # trigger keys: breaking it needs one of these to start
     shrink_needs_start: bool = True  # scaling in needs some guaranteed gang to start
+    # a counted type of interchangeable pending jobs (formulation/aggregate.py): its members,
+    # longest waiting first, and (hours, members) per waiting hour, hours descending
+    count: int = 1
+    members: tuple[str, ...] = ()
+    waiting_buckets: tuple[tuple[int, int], ...] = ()
     # size -> option index, built on first use: greedy and the packer look sizes up hundreds of
     # thousands of times, for a fraction of the jobs
     _index: dict[int, int] | None = field(default=None, init=False, repr=False, compare=False)
@@ -125,3 +131,6 @@ class Problem:
     too_large: str | None = None  # set when the objective would overflow: solvers are skipped
     # running pods in the order they are kept, for jobs whose scale-in order is not keep order
     running_order: Mapping[str, tuple[Pod, ...]] = field(default_factory=dict)
+    topology: Topology = field(default_factory=Topology)  # the levels this cycle uses
+    asks: Mapping[str, Ask] = field(default_factory=dict)  # job -> its resolved request
+    topology_note: str | None = None  # why the config's topology could not be used

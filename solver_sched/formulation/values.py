@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from solver_sched.formulation.build import Built
-from solver_sched.formulation.problem import Problem
+from solver_sched.formulation.problem import JobModel, Problem
 
 
 def to_values(
@@ -14,18 +14,27 @@ def to_values(
     sizes: Mapping[str, int],
     counts: Mapping[tuple[str, int, int], int],
 ) -> list[int] | None:
-    """None when the assignment names a size or class the model does not have."""
+    """None when the assignment names a size or class the model does not have. ``sizes`` and
+    ``counts`` are per job; a counted type (formulation/aggregate.py) sums its members'."""
     model, v = built.model, built.vars
     values = [0] * len(model.names)
     run = []
+    index: dict[str, int] = {}
     for j, jm in enumerate(problem.jobs):
-        size = sizes.get(jm.name, 0)
-        opt = jm.option_index(size)
-        if opt is None:
-            return None
-        values[v.y[j][opt]] = 1
-        run.append(size > 0)
-    index = {jm.name: j for j, jm in enumerate(problem.jobs)}
+        started = 0
+        for name, hours in _members(jm):
+            index[name] = j
+            size = sizes.get(name, 0)
+            opt = jm.option_index(size)
+            if opt is None:
+                return None
+            values[v.y[j][opt]] += 1
+            if size > 0:
+                started += 1
+                if (j, hours) in v.r:
+                    values[v.r[(j, hours)]] += 1
+        run.append(started)
+    cluster_of: dict[str, str] = {}
     for (name, sid, cid), n in counts.items():
         if not n:
             continue
@@ -35,22 +44,34 @@ def to_values(
         values[var] += n
         if v.w and name in index:
             k = problem.classes[cid].cluster
-            values[v.w[(index[name], k)]] = 1
-            values[v.z[(index[name], sid, k)]] += n
-    w_of: dict[int, list[int]] = {}
-    for (jj, _), var in v.w.items():
-        w_of.setdefault(jj, []).append(var)
+            cluster_of.setdefault(name, k)
+            if (index[name], sid, k) in v.z:  # none for a job of one size (new * w)
+                values[v.z[(index[name], sid, k)]] += n
+    placed = [0] * len(problem.jobs)
+    for name, k in cluster_of.items():
+        values[v.w[(index[name], k)]] += 1
+        placed[index[name]] += 1
     for j, jm in enumerate(problem.jobs):
-        if v.w and run[j] and not any(values[var] for var in w_of.get(j, ())):
+        if v.w and run[j] > placed[j]:  # running with no new pods counted: its first cluster
             k = jm.clusters[0] if jm.clusters else problem.clusters[0]
-            values[v.w[(j, k)]] = 1
+            values[v.w[(j, k)]] += run[j] - placed[j]
     for r, var in v.u.items():
         row = problem.quotas[r]
         used = sum(
-            problem.jobs[j].guaranteed_gpus_at(sizes.get(problem.jobs[j].name, 0)) for j in row.jobs
+            problem.jobs[j].guaranteed_gpus_at(sizes.get(name, 0))
+            for j in row.jobs
+            for name, _ in _members(problem.jobs[j])
         )
         values[var] = min(model.ub[var], used)
     for key, var in built.triggers.items():
         starters = problem.triggers.get(key, ())
         values[var] = int(any(run[h] for h in starters))
     return values
+
+
+def _members(jm: JobModel) -> list[tuple[str, int]]:
+    """(job, hours waited) of a job, or of each member of a counted type."""
+    if not jm.members:
+        return [(jm.name, jm.waiting_hours)]
+    hours = [h for h, n in jm.waiting_buckets for _ in range(n)]
+    return [(m, hours[i] if i < len(hours) else 0) for i, m in enumerate(jm.members)]

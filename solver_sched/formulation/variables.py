@@ -5,8 +5,12 @@
   together. Jobs are interchangeable inside a class, so a per-job split would only add symmetry;
   the packer picks concrete nodes per job afterwards.
 - ``w[job,cluster]`` in {0,1} and ``z[job,shape,cluster]`` integer: with several clusters, the
-  cluster a gang runs on and its new pods there.
+  cluster a gang runs on and its new pods there (no z for a job of one size to start at: its new
+  pods there are ``new * w``).
 - ``u[queue]`` integer: GPUs of a leaf queue's min covered by its jobs (drives reclaim).
+
+For a counted type of jobs (formulation/aggregate.py) ``y``, ``w`` and ``z`` count its members,
+and ``r[type,hours]`` those of a waiting hour that start (the waiting term).
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from solver_sched.formulation.linear import LinearModel
-from solver_sched.formulation.problem import Problem
+from solver_sched.formulation.problem import JobModel, Problem
 
 
 @dataclass
@@ -24,25 +28,32 @@ class Vars:
     w: dict[tuple[int, str], int] = field(default_factory=dict)  # (job, cluster) -> var
     z: dict[tuple[int, int, str], int] = field(default_factory=dict)  # (job, shape, cluster)
     u: dict[int, int] = field(default_factory=dict)  # quota row -> GPUs of its min in use
+    r: dict[tuple[int, int], int] = field(default_factory=dict)  # (type, hours) -> starting
 
 
 def demand(problem: Problem) -> dict[int, dict[int, int]]:
-    """Per job: the most pods of each shape any of its options binds."""
+    """Per job: the most pods of each shape any of its options binds (times a type's count)."""
     out: dict[int, dict[int, int]] = {}
     for j, jm in enumerate(problem.jobs):
         need: dict[int, int] = {}
         for o in jm.options:
             for sid, n in o.new.items():
-                need[sid] = max(need.get(sid, 0), n)
+                need[sid] = max(need.get(sid, 0), n * jm.count)
         if need:
             out[j] = need
     return out
 
 
+def rigid_size(jm: JobModel) -> int | None:
+    """The option index of the one size a job can start or grow to (None: several, or none)."""
+    grows = [k for k, o in enumerate(jm.options) if o.new]
+    return grows[0] if len(grows) == 1 and len(jm.options) == 2 else None
+
+
 def create(problem: Problem, model: LinearModel) -> Vars:
     v = Vars()
     for jm in problem.jobs:
-        v.y.append([model.var(f"y[{jm.name},{o.size}]", 0, 1) for o in jm.options])
+        v.y.append([model.var(f"y[{jm.name},{o.size}]", 0, jm.count) for o in jm.options])
     need = demand(problem)
     total: dict[int, int] = {}
     for per_job in need.values():
@@ -55,9 +66,15 @@ def create(problem: Problem, model: LinearModel) -> Vars:
         for j, jm in enumerate(problem.jobs):
             allowed = sorted(set(jm.clusters) or set(problem.clusters))
             for k in allowed:
-                v.w[(j, k)] = model.var(f"w[{jm.name},{k}]", 0, 1)
+                v.w[(j, k)] = model.var(f"w[{jm.name},{k}]", 0, jm.count)
+                if rigid_size(jm) is not None:
+                    continue  # its new pods in k are new * w[j,k] (rules/clusters.py)
                 for sid, n in sorted(need.get(j, {}).items()):
                     v.z[(j, sid, k)] = model.var(f"z[{jm.name},{sid},{k}]", 0, n)
+    if problem.waiting_weight:
+        for j, jm in enumerate(problem.jobs):
+            for hours, n in jm.waiting_buckets:
+                v.r[(j, hours)] = model.var(f"r[{jm.name},{hours}]", 0, n)
     for r, row in enumerate(problem.quotas):
         if row.min_gpus > 0:
             v.u[r] = model.var(f"u[{row.queue}]", 0, row.min_gpus)

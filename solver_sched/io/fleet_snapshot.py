@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -37,7 +38,7 @@ from solver_sched.io.fleet_objects import (
     PropagationPolicyObj,
     ResourceSelectorModel,
 )
-from solver_sched.io.kube_snapshot import snapshot_from_objects
+from solver_sched.io.kube_snapshot import Parsed, snapshot_from_objects
 from solver_sched.io.kubeflow import KUBEFLOW_JOB_LABEL
 from solver_sched.io.nodes import CLUSTER_LABEL
 
@@ -46,7 +47,9 @@ ANN_CLUSTER = ANN + "cluster"  # hub job: the member it is placed in
 ANN_GENERATION = ANN + "placement-generation"  # hub job: bumped at every new placement
 ANN_NODES = ANN + "reserved-nodes"  # hub job: JSON {replica pod suffix: member node}
 ANN_FAILED = ANN + "failed-clusters"  # hub job: members it failed over from (comma-separated)
-ANN_FAILOVER = ANN + "failover"  # hub job: "withdrawing" or "graceful:<member>/<copy>"
+ANN_FAILOVER = ANN + "failover"  # hub job: "withdrawing", "preempted" or "graceful:<m>/<copy>"
+ANN_TROUBLE = ANN + "trouble-since"  # hub job: RFC 3339, its placement first seen in trouble
+ANN_FAILOVER_SINCE = ANN + "failover-since"  # hub job: RFC 3339, its graceful failover began
 ANN_HUB_JOB = ANN + "fleet-job"  # member copy: the hub job, ns/name
 LABEL_UID = ANN + "fleet-uid"  # member copy: the hub job's UID
 LABEL_GENERATION = ANN + "fleet-generation"  # member copy: its placement generation
@@ -55,6 +58,8 @@ REPLICA_INDEX = "training.kubeflow.org/replica-index"
 SP_LABEL = "scheduling.x-k8s.io/pod-group"
 KUBEFLOW_API = "kubeflow.org/v1"
 WITHDRAWING = "withdrawing"
+PREEMPTED = "preempted"  # withdrawn for a higher-priority job: back to the queue, no member avoided
+ANN_SIZE_POLICY = ANN + "size-policy"
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +79,8 @@ class Placement:
     cluster: str
     generation: int
     nodes: Mapping[str, str]  # replica pod suffix -> member node reserved at dispatch
-    withdrawing: bool = False  # Directly/Immediately: the copy is being deleted first
+    withdrawing: bool = False  # Directly/Immediately or preempted: the copy is deleted first
+    preempted: bool = False  # withdrawn to make room for a higher-priority job
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,10 +94,13 @@ class HubJob:
     generation: int  # the last placement generation (0: never placed)
     placement: Placement | None
     failed_clusters: tuple[str, ...]
-    replicas: tuple[tuple[str, int], ...]  # (replica type, count), master first
+    replicas: tuple[tuple[str, int], ...]  # (replica type, count), master first; as placed
     finished: str = ""  # "Succeeded" or "Failed" once the job is over for good
     invalid: str | None = None
     graceful_from: str = ""  # Gracefully: "member/copy" kept until the new copy runs
+    trouble_since: datetime | None = None  # the failover timer, kept in the hub job
+    failover_since: datetime | None = None  # when a graceful failover began
+    elastic: tuple[int, int] | None = None  # (min, max) pods of an elastic job not placed yet
 
     @property
     def ref(self) -> dict[str, Any]:
@@ -107,9 +116,9 @@ class HubJob:
         """Pod name suffixes of its replicas, as the training-operator names them."""
         return [f"{t.lower()}-{i}" for t, n in self.replicas for i in range(n)]
 
-    def result_text(self, cluster: str) -> str:
+    def result_text(self, cluster: str, replicas: Sequence[tuple[str, int]] = ()) -> str:
         """Karmada's binding result, e.g. ``{m1:0,[{master 1} {worker 2}]}``."""
-        parts = " ".join(f"{{{t.lower()} {n}}}" for t, n in self.replicas)
+        parts = " ".join(f"{{{t.lower()} {n}}}" for t, n in replicas or self.replicas)
         return f"{{{cluster}:0,[{parts}]}}"
 
 
@@ -160,6 +169,33 @@ class FleetSnapshot:
         return None
 
 
+@dataclass
+class FleetCache:
+    """What one build of the fleet snapshot derived, for the next: the fleet form of each
+    member node and pod, each queued job's pods, and their parse, by the identity of the raw
+    object they came from (a watch cache keeps an object's dict until it changes, so only new
+    or changed objects are derived and parsed again). Each entry keeps its raw dict alive, so
+    the identity stays its own; entries a build did not use are dropped after it."""
+
+    parsed: Parsed = field(default_factory=Parsed)
+    entries: dict[tuple[Any, ...], tuple[Any, Any]] = field(default_factory=dict)
+    used: set[tuple[Any, ...]] = field(default_factory=set)
+
+    def get(self, raw: Any, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
+        self.used.add(key)
+        hit = self.entries.get(key)
+        if hit is not None and hit[0] is raw:
+            return hit[1]
+        value = make()
+        self.entries[key] = (raw, value)
+        return value
+
+    def prune(self) -> None:
+        self.entries = {k: v for k, v in self.entries.items() if k in self.used}
+        self.used = set()
+        self.parsed.prune()
+
+
 def copy_name(job: HubJob, generation: int) -> str:
     """Deterministic: the same hub job and generation always name the same copy, so a retried
     create is refused (409) instead of making a second copy. Short enough for the operator's
@@ -172,7 +208,11 @@ def build_fleet(
     members: Sequence[MemberState],
     scheduler_name: str = "solver-sched",
     default_cooldown: timedelta = timedelta(minutes=10),
+    cache: FleetCache | None = None,
 ) -> FleetSnapshot:
+    """``cache``: what the previous build of mostly the same objects derived (a controller
+    keeps one across cycles); a fresh one by default."""
+    cache = cache or FleetCache()
     errors: list[InputError] = []
     by_kind: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for obj in hub_objects:
@@ -198,14 +238,22 @@ def build_fleet(
         # pods of a finished job (workers still up after the master succeeded) or of one the
         # fleet cannot judge take capacity only: they are no job of the queue any more
         active = {n: j for n, j in current.items() if not j.finished and not j.invalid}
-        objects += _member_objects(m, active, bool(stale[m.name]), node_member, copy_pods)
+        objects += _member_objects(m, active, bool(stale[m.name]), node_member, copy_pods, cache)
     synthetic: dict[str, tuple[str, str]] = {}
     for job in jobs.values():
         if job.invalid or job.finished:
             continue
-        objects.append(_fleet_pytorchjob(job))
-        objects += _job_pods(job, scheduler_name, copy_pods.get(job.key, {}), synthetic)
-    snap = snapshot_from_objects(objects, scheduler_name, default_cooldown)
+        objects.append(cache.get(job.raw, ("job", job.key), partial(_fleet_pytorchjob, job)))
+        real = copy_pods.get(job.key, {})
+        if job.placement is None:  # the bulk of a queue: derived once per version of the job
+            key = ("pods", job.key, _allowed_key(job), scheduler_name)
+            pods, mine = cache.get(job.raw, key, partial(_queued_pods, job, scheduler_name))
+            objects += pods
+            synthetic.update(mine)
+        else:
+            objects += _job_pods(job, scheduler_name, real, synthetic)
+    snap = snapshot_from_objects(objects, scheduler_name, default_cooldown, cache.parsed)
+    cache.prune()
     snap = _finish(snap, jobs, synthetic, errors)
     return FleetSnapshot(
         snapshot=snap,
@@ -386,14 +434,27 @@ def _hub_job(
             invalid = invalid or _err(
                 errors, obj, f"metadata.annotations[{ANN_NODES}]", f"not JSON: {exc}"
             )
+        mode = anns.get(ANN_FAILOVER, "")
         placement = Placement(
             cluster=cluster,
             generation=generation,
             nodes={str(k): str(v) for k, v in nodes.items()},
-            withdrawing=anns.get(ANN_FAILOVER, "") == WITHDRAWING,
+            withdrawing=mode in (WITHDRAWING, PREEMPTED),
+            preempted=mode == PREEMPTED,
         )
+        replicas = _placed_replicas(replicas, placement.nodes)
+    elastic = None
+    ep = pj.spec.elastic_policy
+    if placement is None and ep is not None and ep.min_replicas is not None:
+        others = sum(n for t, n in replicas if t.lower() != "worker")
+        top = ep.max_replicas if ep.max_replicas is not None else dict(replicas).get("Worker", 0)
+        elastic = (others + ep.min_replicas, others + top)
+        replicas = tuple((t, top if t.lower() == "worker" else n) for t, n in replicas)
+        if not any(t.lower() == "worker" for t, _ in replicas) and top:
+            replicas = (*replicas, ("Worker", top))
     mode = anns.get(ANN_FAILOVER, "")
     failed = tuple(c for c in anns.get(ANN_FAILED, "").split(",") if c)
+    since = {k: _time(anns.get(k, ""), obj, k, errors) for k in (ANN_TROUBLE, ANN_FAILOVER_SINCE)}
     return HubJob(
         key=f"{ns}/{name}",
         namespace=ns,
@@ -408,7 +469,39 @@ def _hub_job(
         finished=_finished(raw, policy),
         invalid=invalid,
         graceful_from=mode.removeprefix("graceful:") if mode.startswith("graceful:") else "",
+        trouble_since=since[ANN_TROUBLE] if placement is not None else None,
+        failover_since=since[ANN_FAILOVER_SINCE],
+        elastic=elastic,
     )
+
+
+def _placed_replicas(
+    replicas: tuple[tuple[str, int], ...], nodes: Mapping[str, str]
+) -> tuple[tuple[str, int], ...]:
+    """A placed job has the replicas it was placed with (an elastic job at the size the fleet
+    chose): those its reserved nodes name. Without reserved nodes, the spec's."""
+    if not nodes:
+        return replicas
+    counts: dict[str, int] = {}
+    for suffix in nodes:
+        rtype = suffix.rsplit("-", 1)[0]
+        counts[rtype] = counts.get(rtype, 0) + 1
+    return tuple((t, counts.get(t.lower(), 0)) for t, _ in replicas if counts.get(t.lower()))
+
+
+def _time(text: str, obj: str, key: str, errors: list[InputError]) -> datetime | None:
+    """An RFC 3339 time the fleet wrote; a bad one is reported and taken as absent (the fleet
+    writes it again), so a hand-edited annotation can only restart a timer, never skip it."""
+    if not text:
+        return None
+    try:
+        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        value = None
+    if value is None or value.tzinfo is None:
+        errors.append(InputError(obj, f"metadata.annotations[{key}]", f"not RFC 3339: {text!r}"))
+        return None
+    return value.astimezone(UTC)
 
 
 def _err(errors: list[InputError], obj: str, fld: str, msg: str) -> str:
@@ -437,8 +530,18 @@ def _finished(raw: Mapping[str, Any], policy: Policy) -> str:
 
 
 def _fleet_pytorchjob(job: HubJob) -> dict[str, Any]:
-    """The job as the loader's gang: rigid at all replicas (the fleet places every pod)."""
+    """The job as the loader's gang: rigid at its replicas (placed: as placed), or, elastic and
+    not placed yet, from min to max pods at the sizes its ``size-policy`` allows (power-of-two
+    unless the hub job says otherwise)."""
     meta = job.raw.get("metadata") or {}
+    spec: dict[str, Any] = {"pytorchReplicaSpecs": {t: {"replicas": n} for t, n in job.replicas}}
+    anns: dict[str, str] = {}
+    if job.elastic is not None:
+        lo, hi = job.elastic
+        others = sum(n for t, n in job.replicas if t.lower() != "worker")
+        spec["elasticPolicy"] = {"minReplicas": lo - others, "maxReplicas": hi - others}
+        given = (meta.get("annotations") or {}).get(ANN_SIZE_POLICY)
+        anns[ANN_SIZE_POLICY] = str(given or "power-of-two")
     return {
         "apiVersion": KUBEFLOW_API,
         "kind": "PyTorchJob",
@@ -447,8 +550,9 @@ def _fleet_pytorchjob(job: HubJob) -> dict[str, Any]:
             "namespace": job.namespace,
             "uid": job.uid,
             "creationTimestamp": meta.get("creationTimestamp"),
+            "annotations": anns,
         },
-        "spec": {"pytorchReplicaSpecs": {t: {"replicas": n} for t, n in job.replicas}},
+        "spec": spec,
     }
 
 
@@ -462,6 +566,17 @@ def _allowed_clusters(job: HubJob) -> list[dict[str, Any]]:
     if avoid:
         exprs.append({"key": CLUSTER_LABEL, "operator": "NotIn", "values": avoid})
     return exprs
+
+
+def _allowed_key(job: HubJob) -> str:
+    return json.dumps(_allowed_clusters(job), sort_keys=True)
+
+
+def _queued_pods(
+    job: HubJob, scheduler_name: str
+) -> tuple[list[dict[str, Any]], dict[str, tuple[str, str]]]:
+    synthetic: dict[str, tuple[str, str]] = {}
+    return _job_pods(job, scheduler_name, {}, synthetic), synthetic
 
 
 def _job_pods(
@@ -582,6 +697,7 @@ def _member_objects(
     blocked: bool,
     node_member: dict[str, tuple[str, str]],
     copy_pods: dict[str, dict[str, dict[str, Any]]],
+    cache: FleetCache,
 ) -> list[dict[str, Any]]:
     """A member's nodes (renamed ``member/node``, labelled with the member; unschedulable while a
     stale copy is still being removed there) and its bound pods: those of current copies join
@@ -589,41 +705,52 @@ def _member_objects(
     out: list[dict[str, Any]] = []
     for raw in m.objects:
         kind = raw.get("kind")
-        meta = raw.get("metadata") or {}
         if kind == "Node":
-            fleet_name = f"{m.name}/{meta.get('name')}"
-            node_member[fleet_name] = (m.name, str(meta.get("name")))
-            spec = dict(raw.get("spec") or {})
-            if blocked:
-                spec["unschedulable"] = True
-            labels = {**(meta.get("labels") or {}), CLUSTER_LABEL: m.name}
+            name = str((raw.get("metadata") or {}).get("name"))
+            node_member[f"{m.name}/{name}"] = (m.name, name)
             out.append(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Node",
-                    "metadata": {"name": fleet_name, "labels": labels},
-                    "spec": spec,
-                    "status": raw.get("status") or {},
-                }
+                cache.get(
+                    raw, ("node", m.name, id(raw), blocked), partial(_node, m.name, raw, blocked)
+                )
             )
         elif kind == "Pod":
             spec = raw.get("spec") or {}
             phase = (raw.get("status") or {}).get("phase")
             if not spec.get("nodeName") or phase in ("Succeeded", "Failed"):
                 continue  # pending pods of a member take nothing; finished ones free it
-            out.append(_member_pod(m.name, raw, current, copy_pods))
+            labels = (raw.get("metadata") or {}).get("labels") or {}
+            owner = current.get(labels.get(KUBEFLOW_JOB_LABEL, ""))
+            key = ("pod", m.name, id(raw), owner.key if owner else None)
+            pod, suffix = cache.get(raw, key, partial(_member_pod, m.name, raw, owner))
+            if owner is not None:
+                copy_pods.setdefault(owner.key, {})[suffix] = pod
+            out.append(pod)
     return out
 
 
+def _node(member: str, raw: Mapping[str, Any], blocked: bool) -> dict[str, Any]:
+    meta = raw.get("metadata") or {}
+    spec = dict(raw.get("spec") or {})
+    if blocked:
+        spec["unschedulable"] = True
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": f"{member}/{meta.get('name')}",
+            "labels": {**(meta.get("labels") or {}), CLUSTER_LABEL: member},
+        },
+        "spec": spec,
+        "status": raw.get("status") or {},
+    }
+
+
 def _member_pod(
-    member: str,
-    raw: Mapping[str, Any],
-    current: Mapping[str, HubJob],
-    copy_pods: dict[str, dict[str, dict[str, Any]]],
-) -> dict[str, Any]:
+    member: str, raw: Mapping[str, Any], owner: HubJob | None
+) -> tuple[dict[str, Any], str]:
+    """The pod in the fleet view, and its replica suffix when it is a copy's (of ``owner``)."""
     meta = raw.get("metadata") or {}
     labels = dict(meta.get("labels") or {})
-    owner = current.get(labels.get(KUBEFLOW_JOB_LABEL, ""))
     pod: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -643,15 +770,14 @@ def _member_pod(
     if owner is None:  # not the fleet's: capacity only, in a namespace no hub queue lists
         pod["metadata"]["namespace"] = f"{member}.{pod['metadata']['namespace']}"
         pod["spec"]["schedulerName"] = f"member:{member}"
-        return pod
+        return pod, ""
     copy_name_ = str(labels.get(KUBEFLOW_JOB_LABEL))
     suffix = str(meta.get("name", ""))[len(copy_name_) + 1 :]
     pod["metadata"]["labels"] = {
         KUBEFLOW_JOB_LABEL: owner.name,
         **{k: v for k, v in labels.items() if k in (REPLICA_TYPE, REPLICA_INDEX)},
     }
-    copy_pods.setdefault(owner.key, {})[suffix] = pod
-    return pod
+    return pod, suffix
 
 
 # -- the snapshot ----------------------------------------------------------------------------
@@ -696,17 +822,24 @@ class Dispatch:
     job: str  # hub job ns/name
     cluster: str
     nodes: Mapping[str, str]  # replica pod suffix -> member node
+    replicas: tuple[tuple[str, int], ...] = ()  # (type, count) placed; an elastic job's size
 
 
 @dataclass
 class PlanReading:
     dispatches: dict[str, Dispatch] = field(default_factory=dict)
+    withdrawals: dict[str, str] = field(default_factory=dict)  # placed hub job -> why
+    blocked: list[str] = field(default_factory=list)  # evictions the fleet cannot carry out
     placements: list[dict[str, Any]] = field(default_factory=list)  # the what-if contract
 
 
-def read_plan(fleet: FleetSnapshot, binds: Iterable[Any], rows: Iterable[Any]) -> PlanReading:
-    """Which member each queued job goes to (all of its pods bound in one member), and a
-    placement row per hub job: its member, or null with the reason it stays queued."""
+def read_plan(
+    fleet: FleetSnapshot, binds: Iterable[Any], rows: Iterable[Any], evictions: Iterable[Any] = ()
+) -> PlanReading:
+    """Which member each queued job goes to (all of its pods bound in one member, at the size
+    the plan gives it), which placed jobs are withdrawn to make room (the plan's job-level
+    evictions), and a placement row per hub job: its member, or null with the reason it stays
+    queued."""
     per_job: dict[str, dict[str, str]] = defaultdict(dict)
     clusters: dict[str, set[str]] = defaultdict(set)
     for b in binds:
@@ -715,22 +848,37 @@ def read_plan(fleet: FleetSnapshot, binds: Iterable[Any], rows: Iterable[Any]) -
             member, node = fleet.node_member[b.node]
             per_job[owner][suffix] = node
             clusters[owner].add(member)
+    rows = list(rows)
     reasons = {r.name: r.reason for r in rows}
+    planned = {r.name: r.planned for r in rows}
     out = PlanReading()
+    for ev in evictions:
+        job = fleet.jobs.get(ev.job)
+        p = job.placement if job is not None else None
+        if job is None or p is None or p.cluster not in fleet.reachable:
+            out.blocked.append(ev.job)  # not a copy the fleet can withdraw
+        elif not p.withdrawing:  # a job already being withdrawn is going anyway
+            out.withdrawals[ev.job] = ev.reason
     for key in sorted(fleet.jobs):
         job = fleet.jobs[key]
         cluster: str | None = None
         reason = ""
+        size = planned.get(key, 0)
         if job.invalid:
             reason = job.invalid
         elif job.finished:
             reason = f"finished: {job.finished}"
         elif job.placement is not None:
             cluster = job.placement.cluster
-            reason = "withdrawing (failover)" if job.placement.withdrawing else "dispatched"
-        elif len(clusters.get(key, ())) == 1 and len(per_job[key]) == len(job.suffixes()):
+            reason = "dispatched"
+            if key in out.withdrawals or job.placement.preempted:
+                reason = "withdrawing (preempted)"
+            elif job.placement.withdrawing:
+                reason = "withdrawing (failover)"
+        elif len(clusters.get(key, ())) == 1 and size > 0 and len(per_job[key]) == size:
             cluster = next(iter(clusters[key]))
-            out.dispatches[key] = Dispatch(key, cluster, dict(per_job[key]))
+            placed = _placed_replicas(job.replicas, per_job[key])
+            out.dispatches[key] = Dispatch(key, cluster, dict(per_job[key]), placed)
         else:
             reason = reasons.get(key) or "queued"
         out.placements.append({"job": key, "cluster": cluster, "reason": reason})

@@ -19,6 +19,7 @@ from solver_sched.io.kubeflow import (
     pytorch_range,
 )
 from solver_sched.io.objects import PodGroupObj, PodObj, PyTorchJobObj
+from solver_sched.io.topology import gang_request, podgroup_request
 
 SP_GROUPS = ("scheduling.x-k8s.io", "scheduling.sigs.k8s.io")
 SP_LABEL = "scheduling.x-k8s.io/pod-group"
@@ -110,6 +111,12 @@ def _job(
     bad_pod = next((p.invalid for p in plist if p.invalid), None)
     if bad_pod and not job.invalid:
         return replace(job, invalid=bad_pod)
+    if job.topology is None and not job.invalid:  # Kueue's pod-set annotations
+        asked = gang_request(b, plist, job.name)
+        if isinstance(asked, str):
+            return replace(job, invalid=asked)
+        if asked is not None:
+            return replace(job, topology=asked)
     return job
 
 
@@ -193,6 +200,11 @@ def _from_podgroup(
                 )
     scaling, invalid = job_scaling(b, obj, anns, min_member, fld, invalid)
     fields = {**base, **scaling}
+    asked = podgroup_request(b, kind, pg, obj)
+    if isinstance(asked, str):
+        invalid = invalid or asked
+    elif asked is not None:
+        fields["topology"] = asked
     if pg.spec.priority_class_name and pg.spec.priority_class_name in b.priority_classes:
         fields["priority"] = b.priority_classes[pg.spec.priority_class_name]
     if pg.metadata.creation_timestamp:

@@ -26,6 +26,7 @@ from solver_sched.io.nodes import node_from
 from solver_sched.io.pods import pod_from
 from solver_sched.io.priority_classes import read_priority_classes
 from solver_sched.io.quota_tree import quota_tree
+from solver_sched.io.topology import kueue_topologies
 
 
 @dataclass
@@ -36,11 +37,13 @@ class Parsed:
     and the InputErrors its parse reported. A pod's entry also holds the node it ran on and the
     priority classes it was read with, so a changed node or class is read afresh."""
 
-    entries: dict[tuple[Any, ...], tuple[dict[str, Any], Any, tuple[InputError, ...]]] = field(
+    entries: dict[tuple[Any, ...], tuple[Any, Any, tuple[InputError, ...]]] = field(
         default_factory=dict
     )
+    used: set[tuple[Any, ...]] = field(default_factory=set)
 
-    def get(self, b: LoadContext, raw: dict[str, Any], key: tuple[Any, ...], read: Any) -> Any:
+    def get(self, b: LoadContext, raw: Any, key: tuple[Any, ...], read: Any) -> Any:
+        self.used.add(key)
         hit = self.entries.get(key)
         if hit is not None and hit[0] is raw:
             b.errors.extend(hit[2])
@@ -49,6 +52,12 @@ class Parsed:
         value = read()
         self.entries[key] = (raw, value, tuple(b.errors[found:]))
         return value
+
+    def prune(self) -> None:
+        """Forget what the loads since the last prune did not use (kept across cycles, the
+        cache holds only what the cluster still has)."""
+        self.entries = {k: v for k, v in self.entries.items() if k in self.used}
+        self.used = set()
 
 
 def snapshot_from_objects(
@@ -91,11 +100,12 @@ def _snapshot(
     groups = pod_groups(b, by_kind["PodGroup"])
     pytorch = pytorch_jobs(b, by_kind["PyTorchJob"])
     jobs = jobs_from(b, pods, groups, pytorch)
+    topologies = kueue_topologies(b, by_kind["Topology"])
     job_of = {p: name for name, job in jobs.items() for p in job.pods}
-    pods = {
-        n: replace(p, job=job_of[n]) if job_of.get(n, p.job) != p.job else p
-        for n, p in pods.items()
-    }
+    for n, p in pods.items():
+        job = job_of.get(n, p.job)
+        if job != p.job:
+            pods[n] = parsed.get(b, p, ("job of", id(p), job), partial(replace, p, job=job))
     return ClusterSnapshot(
         nodes=nodes,
         pods=pods,
@@ -103,4 +113,5 @@ def _snapshot(
         quota=quota,
         scheduler_name=scheduler_name,
         errors=tuple(b.errors),
+        topologies=topologies,
     )

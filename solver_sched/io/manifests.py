@@ -55,6 +55,7 @@ def pod(
     tolerations: list[dict[str, str]] | None = None,
     created: str | None = None,
     priority_class: str | None = None,
+    annotations: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     requests: dict[str, Any] = {"cpu": cpu, "memory": memory}
     limits: dict[str, Any] = {}
@@ -71,12 +72,14 @@ def pod(
             }
         ],
     }
-    if group and group_api == "scheduling.x-k8s.io":
-        meta["labels"]["scheduling.x-k8s.io/pod-group"] = group
-    elif group and group_api == "scheduling.volcano.sh":
-        meta["annotations"] = {"scheduling.k8s.io/group-name": group}
+    if annotations:
+        meta["annotations"] = dict(annotations)
+    if group and group_api == "scheduling.volcano.sh":
+        meta.setdefault("annotations", {})["scheduling.k8s.io/group-name"] = group
     elif group and group_api == "scheduling.k8s.io":
         spec["schedulingGroup"] = {"podGroupName": group}
+    elif group and group_api == "scheduling.x-k8s.io":
+        meta["labels"]["scheduling.x-k8s.io/pod-group"] = group
     if created:
         meta["creationTimestamp"] = created
     if node_name:
@@ -109,7 +112,10 @@ def pod_group(
     cooldown: str | None = None,
     last_scale_time: str | None = None,
     api: str = "scheduling.x-k8s.io",
+    spec: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """``spec``: more fields of the PodGroup's spec (e.g. ``schedulingConstraints`` of the 1.37
+    API, Volcano's ``networkTopology``)."""
     anns: dict[str, str] = {}
     if max_member is not None:
         anns["solver-sched.io/max-member"] = str(max_member)
@@ -127,14 +133,14 @@ def pod_group(
             "apiVersion": "scheduling.k8s.io/v1beta1",
             "kind": "PodGroup",
             "metadata": meta,
-            "spec": {"schedulingPolicy": {"gang": {"minCount": min_member}}},
+            "spec": {"schedulingPolicy": {"gang": {"minCount": min_member}}, **(spec or {})},
         }
     version = "v1beta1" if api == "scheduling.volcano.sh" else "v1alpha1"
     return {
         "apiVersion": f"{api}/{version}",
         "kind": "PodGroup",
         "metadata": meta,
-        "spec": {"minMember": min_member},
+        "spec": {"minMember": min_member, **(spec or {})},
     }
 
 
@@ -155,8 +161,12 @@ def gang(
     memory: str = "16Gi",
     created: str | None = None,
     priority_class: str | None = None,
+    api: str = "scheduling.x-k8s.io",
+    group_spec: dict[str, Any] | None = None,
+    annotations: dict[str, str] | None = None,
 ) -> list[dict[str, Any]]:
-    """A PodGroup and its worker pods; ``running_on[i]`` binds worker i to that node."""
+    """A PodGroup (of ``api``) and its worker pods; ``running_on[i]`` binds worker i to that
+    node; ``annotations`` go on every pod (e.g. Kueue's pod-set topology)."""
     objs = [
         pod_group(
             name,
@@ -166,6 +176,8 @@ def gang(
             size_policy=size_policy,
             cooldown=cooldown,
             last_scale_time=last_scale_time,
+            api=api,
+            spec=group_spec,
         )
     ]
     for i in range(workers):
@@ -182,9 +194,21 @@ def gang(
                 memory=memory,
                 created=created,
                 priority_class=priority_class,
+                group_api=api,
+                annotations=annotations,
             )
         )
     return objs
+
+
+def kueue_topology(name: str, levels: list[str], version: str = "v1beta2") -> dict[str, Any]:
+    """Kueue's Topology: node-label levels, broadest first."""
+    return {
+        "apiVersion": f"kueue.x-k8s.io/{version}",
+        "kind": "Topology",
+        "metadata": {"name": name},
+        "spec": {"levels": [{"nodeLabel": key} for key in levels]},
+    }
 
 
 def quota_tree(root: dict[str, Any]) -> dict[str, Any]:

@@ -125,12 +125,34 @@ class PodObj(_Obj):
     status: PodStatus = PodStatus()
 
 
+class NetworkTopologyModel(_Obj):
+    """Volcano's ``networkTopology`` (PodGroup and Job): hard or soft, up to a HyperNode tier."""
+
+    mode: str = "hard"
+    highest_tier_allowed: int | None = Field(default=None, alias="highestTierAllowed")
+    highest_tier_name: str | None = Field(default=None, alias="highestTierName")
+
+
+class TopologyConstraintModel(_Obj):
+    key: str
+
+
+class SchedulingConstraintsModel(_Obj):
+    """Kubernetes 1.37 ``PodGroup.spec.schedulingConstraints`` (at most one topology item)."""
+
+    topology: list[TopologyConstraintModel] = Field(default_factory=list)
+
+
 class PodGroupSpec(_Obj):
     min_member: int | None = Field(default=None, alias="minMember")
     queue: str | None = None
     priority_class_name: str | None = Field(default=None, alias="priorityClassName")
     schedule_timeout_seconds: int | None = Field(default=None, alias="scheduleTimeoutSeconds")
     scheduling_policy: dict[str, Any] | None = Field(default=None, alias="schedulingPolicy")
+    scheduling_constraints: SchedulingConstraintsModel | None = Field(
+        default=None, alias="schedulingConstraints"
+    )
+    network_topology: NetworkTopologyModel | None = Field(default=None, alias="networkTopology")
 
 
 class PodGroupObj(_Obj):
@@ -186,6 +208,23 @@ class PriorityClassObj(_Obj):
     global_default: bool = Field(default=False, alias="globalDefault")
 
 
+class TopologyLevelModel(_Obj):
+    node_label: str = Field(alias="nodeLabel", min_length=1)
+
+
+class KueueTopologySpec(_Obj):
+    levels: list[TopologyLevelModel] = Field(min_length=1, max_length=16)
+
+
+class KueueTopologyObj(_Obj):
+    """Kueue's ``Topology`` (``kueue.x-k8s.io`` v1beta1 or v1beta2): node-label levels, broadest
+    first, ``kubernetes.io/hostname`` only last."""
+
+    api_version: str = Field(alias="apiVersion")
+    metadata: Meta
+    spec: KueueTopologySpec
+
+
 MODEL_OF_KIND: dict[str, type[BaseModel]] = {
     "Node": NodeObj,
     "Pod": PodObj,
@@ -193,4 +232,5 @@ MODEL_OF_KIND: dict[str, type[BaseModel]] = {
     "PyTorchJob": PyTorchJobObj,
     "ElasticQuotaTree": ElasticQuotaTreeObj,
     "PriorityClass": PriorityClassObj,
+    "Topology": KueueTopologyObj,
 }

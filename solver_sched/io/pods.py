@@ -12,6 +12,7 @@ from solver_sched.domain.cluster import DEFAULT_CLUSTER, Node, Pod, PodPhase
 from solver_sched.io.context import LoadContext, parse, quantities
 from solver_sched.io.gangs import group_key
 from solver_sched.io.objects import Container, PodObj
+from solver_sched.io.topology import pod_request
 
 _INDEX_LABELS = (
     "training.kubeflow.org/replica-index",
@@ -125,6 +126,8 @@ def pod_from(b: LoadContext, raw: dict[str, Any], nodes: dict[str, Node]) -> Pod
         phase = PodPhase(p.status.phase)
     except ValueError:
         phase = PodPhase.UNKNOWN
+    topology = pod_request(b, name, p.metadata.annotations)
+    bad_topology = topology if isinstance(topology, str) else None
     priority = p.spec.priority
     if priority is None:
         priority = b.priority_classes.get(p.spec.priority_class_name or "", b.default_priority)
@@ -141,7 +144,8 @@ def pod_from(b: LoadContext, raw: dict[str, Any], nodes: dict[str, Node]) -> Pod
         constraints=_constraints(b, p),
         order=_order(p),
         created=p.metadata.creation_timestamp,
-        invalid=requests if isinstance(requests, str) else None,
+        invalid=requests if isinstance(requests, str) else bad_topology,
+        topology=topology if not isinstance(topology, str) else None,
         terminating=p.metadata.deletion_timestamp is not None,
         uid=p.metadata.uid,
     )

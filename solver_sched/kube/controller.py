@@ -1,7 +1,7 @@
 """The secondary scheduler: watch -> snapshot -> run_cycle -> actuate -> report, a cycle at a time.
 
-A scheduling cycle runs every ``cycle_interval`` seconds and soon after any watched change
-(debounced); the loop is a single thread, so two cycles never overlap. It decides and evicts; the
+The loop, leader election with fencing, the live config, metrics and probes are kube/loop.py's
+(shared with the fleet); one cycle runs at a time. It decides and evicts; the
 binds go to the binding cycle (kube/binder.py) and the status writes to the reporter
 (kube/reporter.py), each on its own threads and rate-limit budget, so neither holds up the next
 decision. Only the leader acts, and every write is fenced on its lease; ``--dry-run`` plans and
@@ -11,59 +11,36 @@ reports without writing.
 from __future__ import annotations
 
 import logging
-import socket
-import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
-from http.server import ThreadingHTTPServer
 
 from solver_sched.config.schema import SchedulerConfig
 from solver_sched.cycle import CycleResult, run_cycle
 from solver_sched.domain.plan import JobOutcome, Plan
 from solver_sched.domain.snapshot import ClusterSnapshot
 from solver_sched.kube.actuator import Actuator, Outcome
-from solver_sched.kube.api import ApiError, KubeApi, RateLimiter, load_client
+from solver_sched.kube.api import KubeApi, RateLimiter
 from solver_sched.kube.assume import Assumed
 from solver_sched.kube.binder import GangResult
-from solver_sched.kube.configsource import ConfigSource
-from solver_sched.kube.informer import Informer
-from solver_sched.kube.leader import LeaderElector
+from solver_sched.kube.loop import ControlLoop, LoopOptions, run_until_signalled
 from solver_sched.kube.reporter import Reporter
-from solver_sched.kube.resources import CONFIG_MAPS, WATCHED, Resource
+from solver_sched.kube.resources import WATCHED
 from solver_sched.kube.snapshotter import live_pods, stamps_seen, take_snapshots
 from solver_sched.kube.status import StatusWriter, rfc3339
-from solver_sched.kube.store import ObjectStore
-from solver_sched.metrics import Metrics, reason_class, serve
+from solver_sched.metrics import Metrics, reason_class
 
 log = logging.getLogger(__name__)
 
 
 @dataclass
-class RunOptions:
-    kubeconfig: str | None = None
-    scheduler_name: str | None = None  # None: the config's settings.schedulerName
-    namespace: str = "solver-sched"
-    config_map: str = "solver-sched-config"
-    cycle_interval: float = 10.0
-    debounce: float = 0.5
-    leader_elect: bool = False
-    lease_name: str = "solver-sched"
-    identity: str = field(default_factory=socket.gethostname)
-    lease_duration: float = 15.0
-    renew_deadline: float = 10.0
-    retry_period: float = 2.0
-    metrics_addr: str | None = None
-    dry_run: bool = False
-    qps: float = 50.0  # binds and evictions
-    burst: int = 100
+class RunOptions(LoopOptions):
     status_qps: float = 20.0  # conditions, Events, PodGroup status: a budget of their own
     status_burst: int = 50
     bind_workers: int = 16
     eviction_grace_seconds: int | None = None
-    discovery_interval: float = 30.0
 
 
 class ActingClock:
@@ -106,36 +83,19 @@ class GangTracker:
         }
 
 
-class Controller:
+class Controller(ControlLoop):
+    watched = WATCHED
+    thread_name = "scheduler"
+
     def __init__(
         self,
         opts: RunOptions,
         api: KubeApi | None = None,
         fault: Callable[[str], None] | None = None,
     ) -> None:
-        self.opts = opts
-        self.api = api or KubeApi(
-            load_client(opts.kubeconfig, opts.bind_workers + 16), RateLimiter(opts.qps, opts.burst)
-        )
-        self.api.fence = self.may_act  # every write checks the lease right before it is sent
-        self.store = ObjectStore()
-        self.stop = threading.Event()
+        super().__init__(opts, api, Metrics(), opts.bind_workers + 16)
+        self.opts: RunOptions = opts
         self.assumed = Assumed()
-        self.metrics = Metrics()
-        self.leader = (
-            LeaderElector(
-                self.api,
-                opts.namespace,
-                opts.lease_name,
-                opts.identity,
-                opts.lease_duration,
-                opts.renew_deadline,
-                opts.retry_period,
-            )
-            if opts.leader_elect
-            and not opts.dry_run  # a dry run observes: it never takes the Lease
-            else None
-        )
         self.status = StatusWriter(
             self.api.with_budget(RateLimiter(opts.status_qps, opts.status_burst)),
             self.store,
@@ -144,13 +104,6 @@ class Controller:
             lambda pod: pod in self.assumed.snapshot().binds,
         )
         self.reporter = Reporter()
-        self.configs = ConfigSource(
-            self.store,
-            opts.namespace,
-            opts.config_map,
-            self._bad_config,
-            self.metrics.config_reloads.inc,
-        )
         self.actuator = Actuator(
             self.api,
             self.assumed,
@@ -159,140 +112,36 @@ class Controller:
             opts.eviction_grace_seconds,
             fault,
         )
-        if self.leader is not None:
-            self.leader.on_lost.append(self._lost_leadership)
         self.tracker = GangTracker()
         self._started = time.monotonic()
         self.acting = ActingClock(
             self.api,
             lambda: self._started if self.leader is None else self.leader.leading_since,
         )
-        self.informers: dict[str, Informer] = {}
-        self.cycles = 0
         self.last_result: CycleResult | None = None
-        self._alive = time.monotonic()
-        self._thread: threading.Thread | None = None
-        self._server: ThreadingHTTPServer | None = None
 
-    # -- lifecycle ---------------------------------------------------------------------------
-    def may_act(self) -> bool:
-        if self.opts.dry_run or self.stop.is_set():
-            return False
-        return self.leader is None or self.leader.is_leader()
-
-    def start(self) -> None:
-        self._discover()
-        cm = Informer(
-            self.api,
-            CONFIG_MAPS,
-            self.store,
-            self.stop,
-            namespace=self.opts.namespace,
-            field_selector=f"metadata.name={self.opts.config_map}",
-        )
-        self.informers[CONFIG_MAPS.key] = cm
-        cm.start()
-        if self.leader is not None:
-            self.leader.start(self.stop)
-        if self.opts.metrics_addr:
-            self._server = serve(self.opts.metrics_addr, self.metrics, self.healthy, self.ready)
-        self._thread = threading.Thread(target=self._loop, name="scheduler", daemon=True)
-        self._thread.start()
-
-    def _lost_leadership(self) -> None:
+    def lost_leadership(self) -> None:
         """Abandon in-flight actuation: queued binds are dropped and their reservations
         forgotten (in-flight writes are stopped by the fence itself)."""
         dropped = self.actuator.binder.abandon()
         if dropped:
             log.warning("abandoned %d queued binds", dropped)
 
-    def shutdown(self) -> None:
-        self.stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=60)
+    def close(self) -> None:
         self.actuator.close()
         self.reporter.close()
-        if self.leader is not None:
-            self.leader.release()
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
 
-    def healthy(self) -> bool:
-        if self._thread is not None and not self._thread.is_alive() and not self.stop.is_set():
-            return False
-        limit = max(120.0, 3 * self.opts.cycle_interval)
-        return time.monotonic() - self._alive < limit
+    def post(self, action: Callable[[], None]) -> None:
+        self.reporter.post(action)
 
-    def ready(self) -> bool:
-        live = [k for k, inf in list(self.informers.items()) if inf.thread.is_alive()]
-        return bool(live) and self.store.synced(live)
-
-    def _discover(self) -> None:
-        """Start informers for every watched kind the API server serves (CRDs may come later)."""
-        for resource in WATCHED:
-            if resource.key in self.informers and self.informers[resource.key].thread.is_alive():
-                continue
-            self.informers.pop(resource.key, None)  # its API went away: look for it again
-            if resource.optional and not self._served(resource):
-                continue
-            informer = Informer(self.api, resource, self.store, self.stop)
-            self.informers[resource.key] = informer
-            informer.start()
-
-    def _served(self, resource: Resource) -> bool:
-        try:
-            doc = self.api.get(resource.base)
-        except ApiError as exc:
-            if exc.status in (404, 403):
-                return False
-            raise
-        return any(r.get("name") == resource.plural for r in doc.get("resources") or [])
-
-    def _bad_config(self, key: str, message: str) -> None:
-        self.metrics.config_errors.inc()
-        ns, _, name = key.partition("/")
-        ref = {"kind": "ConfigMap", "apiVersion": "v1", "namespace": ns, "name": name}
-        self.reporter.post(lambda: self.status.event(ref, "InvalidConfig", message, warning=True))
-
-    # -- the loop ----------------------------------------------------------------------------
-    def _loop(self) -> None:
-        generation = -1
-        next_discovery = time.monotonic() + self.opts.discovery_interval
-        while not self.stop.is_set():
-            self._alive = time.monotonic()
-            if time.monotonic() > next_discovery:
-                next_discovery = time.monotonic() + self.opts.discovery_interval
-                try:
-                    self._discover()
-                except Exception as exc:  # API server away: keep looping, try again later
-                    log.warning("discovery: %s", exc)
-            if not self.ready():
-                self.stop.wait(0.1)
-                continue
-            try:
-                self.cycle()
-            except ApiError as exc:  # the API server is away or refusing: next cycle retries
-                log.warning("cycle aborted: %s", exc)
-                self.metrics.cycles.labels("error").inc()
-            except Exception:  # a bug: must not kill the scheduler
-                log.exception("cycle failed")
-                self.metrics.cycles.labels("error").inc()
-            generation = self.store.generation
-            deadline = time.monotonic() + self.opts.cycle_interval
-            while not self.stop.is_set() and time.monotonic() < deadline:
-                changed = self.store.wait_for_change(generation, deadline - time.monotonic())
-                if changed != generation:
-                    self.stop.wait(self.opts.debounce)  # let a burst of events settle
-                    break
+    def event(self, ref: dict[str, object], reason: str, message: str) -> None:
+        self.status.event(ref, reason, message, warning=True)
 
     def cycle(self) -> CycleResult | None:
         started = time.perf_counter()
         now = datetime.now(UTC)
-        self.metrics.leader.set(1 if self.may_act() else 0)
-        config = self.configs.refresh()
-        leading = self.leader is None or self.leader.is_leader()
-        if not leading and not self.opts.dry_run:
+        config = self.refresh_config()
+        if not self.leading():
             return None  # standby: keep the cache warm, do nothing
         t = time.perf_counter()
         stamps = list(self.assumed.snapshot().stamps)
@@ -490,16 +339,7 @@ def _without(plan: Plan, jobs: set[str]) -> Plan:
 
 def run_forever(opts: RunOptions, config: SchedulerConfig | None = None) -> None:
     """Blocking entry point for `solver-sched run`; SIGTERM/SIGINT stop it cleanly."""
-    import signal
-
     controller = Controller(opts)
     if config is not None:
         controller.configs.current = config
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: controller.stop.set())
-    controller.start()
-    try:
-        while not controller.stop.wait(1.0):
-            pass
-    finally:
-        controller.shutdown()
+    run_until_signalled(controller)

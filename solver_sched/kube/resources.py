@@ -51,6 +51,7 @@ WATCHED: tuple[Resource, ...] = (
         "ElasticQuotaTree", "scheduling.sigs.k8s.io/v1beta1", "elasticquotatrees", optional=True
     ),
     PYTORCH_JOBS,
+    Resource("Topology", "kueue.x-k8s.io/v1beta2", "topologies", optional=True),
 )
 
 POD_GROUP_APIS = {r.api_version.split("/")[0]: r for r in WATCHED if r.kind == "PodGroup"}

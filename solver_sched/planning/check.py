@@ -14,6 +14,7 @@ from solver_sched.domain.cluster import Job
 from solver_sched.domain.plan import Plan
 from solver_sched.domain.quota import MAX_JOBS
 from solver_sched.domain.snapshot import ClusterSnapshot
+from solver_sched.domain.topology import Mode, Topology, choose
 
 
 def check(
@@ -22,7 +23,11 @@ def check(
     now: datetime,
     priority_preemption: bool = True,
     queue_reclaim: bool = True,
+    topology: Topology | None = None,
 ) -> list[str]:
+    """``topology``: the levels the cycle used (default: the snapshot's only Kueue Topology)."""
+    if topology is None:
+        topology = choose((), None, snapshot.topologies)[0]
     bad: list[str] = []
     bound_to = _binds(snapshot, plan, bad)
     evicted = _evictions(snapshot, plan, bad)
@@ -78,8 +83,39 @@ def check(
         }
         if len(clusters) > 1:
             bad.append(f"job {name}: spans clusters {sorted(clusters)}")
+        if touched or any(p in evicted for p in job.pods):
+            _required_topology(snapshot, topology, job, after, bad)
     _quota(snapshot, usage_before, usage_after, irregular, bad)
     return bad
+
+
+def _required_topology(
+    snapshot: ClusterSnapshot,
+    topology: Topology,
+    job: Job,
+    after: dict[str, str],
+    bad: list[str],
+) -> None:
+    """A gang that requires a level and that the plan changes ends with every pod in one domain
+    of that level (an untouched gang that was split before is left alone: running pods never
+    move)."""
+    asked = job.topology
+    key = asked.level(topology) if asked is not None and asked.mode is Mode.REQUIRED else None
+    if key is None:
+        return
+    domains: set[tuple[str, ...]] = set()
+    for p in job.pods:
+        node = snapshot.nodes.get(after.get(p, ""))
+        if node is None:
+            continue
+        domain = topology.domain_of(node.labels, key)
+        if domain is None:
+            bad.append(f"job {job.name}: requires {key} but pod {p} is on {node.name}, without it")
+            return
+        domains.add(domain)
+    if len(domains) > 1:
+        shown = sorted("/".join(d) for d in domains)
+        bad.append(f"job {job.name}: requires one {key} domain, its pods are in {shown}")
 
 
 def _binds(snapshot: ClusterSnapshot, plan: Plan, bad: list[str]) -> dict[str, str]:

@@ -16,6 +16,8 @@ is also always a candidate plan, so the emitted plan is never worse than greedy'
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from solver_sched.domain.snapshot import ClusterSnapshot
 from solver_sched.formulation.problem import JobModel, Problem
 from solver_sched.placement.state import PlanState
@@ -32,18 +34,21 @@ def assignment_of(st: PlanState) -> Assignment:
     return Assignment(sizes=dict(st.size), counts=counts_of(st.snapshot, st.problem, st.placed))
 
 
-def greedy_plan(snapshot: ClusterSnapshot, problem: Problem) -> PlanState:
-    """The greedy decision as a concrete plan state (nodes chosen, queue rows kept)."""
+def greedy_plan(
+    snapshot: ClusterSnapshot, problem: Problem, first: Mapping[str, float] | None = None
+) -> PlanState:
+    """The greedy decision as a concrete plan state (nodes chosen, queue rows kept). ``first``:
+    gangs to start are tried in descending order of it (the share of each job the model's LP
+    relaxation runs, solvers/lp.py), queue order among equals; by default in queue order."""
     st = PlanState(snapshot, problem)
     jobs = problem.jobs
     fired: dict[int, set[str]] = {}
     for key, starters in problem.triggers.items():
         for h in starters:
             fired.setdefault(h, set()).add(key)
-    order = sorted(
-        range(len(jobs)), key=lambda j: (-jobs[j].priority, -jobs[j].waiting_hours, jobs[j].name)
-    )
+    order = queue_order(problem)
     victims = Victims(st, order)
+    starts = start_order(problem, order, first)
     for j in order:  # 1. irregular sizes
         jm = jobs[j]
         if not jm.running_ok and not jm.starting:
@@ -61,7 +66,7 @@ def greedy_plan(snapshot: ClusterSnapshot, problem: Problem) -> PlanState:
     # rest.
     for phase in ("partial", "within-min", "reclaim", "rest"):
         held: set[str] = set()  # within-min: queues whose next gang overshoots their min
-        for j in order:
+        for j in starts:
             jm = jobs[j]
             if not jm.starting or j in decided or (phase == "partial" and not jm.current):
                 continue
@@ -95,6 +100,19 @@ def greedy_plan(snapshot: ClusterSnapshot, problem: Problem) -> PlanState:
             if o.size <= size or st.resize(j, o.size):
                 break
     return st
+
+
+def queue_order(problem: Problem) -> list[int]:
+    jobs = problem.jobs
+    return sorted(
+        range(len(jobs)), key=lambda j: (-jobs[j].priority, -jobs[j].waiting_hours, jobs[j].name)
+    )
+
+
+def start_order(problem: Problem, order: list[int], first: Mapping[str, float] | None) -> list[int]:
+    if first is None:
+        return order
+    return sorted(order, key=lambda j: -round(first.get(problem.jobs[j].name, 0.0), 3))
 
 
 def _target(jm: JobModel) -> int | None:

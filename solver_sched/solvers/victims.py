@@ -10,7 +10,7 @@ allows debt (greedy's refill settles it or rolls back).
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 
 from solver_sched.domain import resources as res
 from solver_sched.formulation.sizes import change_to
@@ -57,9 +57,28 @@ class Victims:
         self.taken = False  # whether victims were taken since the shrinkable list was pruned
         self.dirty: set[tuple[int, ...]] = set()  # queue rows of the victims taken since then
         self.own_floor_refused = False  # the last start was refused victims by its queues' floors
+        self._released: dict[tuple[int, int, int], dict[str, int]] = {}
+        self._failed: dict[Hashable, tuple[int, bool]] = {}  # demand -> (plan version, refused)
         self.smaller = {  # positive sizes a shrinkable job may take, largest first
             v: sorted((o.size for o in jobs[v].options[1:]), reverse=True) for v in self.shrinkable
         }
+
+    def released(self, v: int, size: int) -> dict[str, int]:
+        """GPUs per node that taking v down to size frees. Cached by v's size now: the pods a
+        plan has evicted of v are those its size leaves out, so nothing else changes it."""
+        st = self.st
+        name = self.names[v]
+        key = (v, size, st.size[name])
+        out = self._released.get(key)
+        if out is None:
+            out = {}
+            job = st.snapshot.jobs[name]
+            for pod in change_to(st.snapshot, job, size, st.order_of(name)).evict:
+                if pod.name not in st.evicted and pod.node_name in st.nodes.free:
+                    node = pod.node_name
+                    out[node] = out.get(node, 0) + pod.requests.get(res.GPU, 0)
+            self._released[key] = out
+        return out
 
     def _breakable(self, fired: frozenset[str]) -> dict[tuple[int, ...], list[int]]:
         """Gangs that one of the fired triggers lets a start break, by queue rows (so a start
@@ -73,6 +92,40 @@ class Victims:
         return self._merged[fired]
 
     def start(self, j: int, target: int, fired: set[str], debt: bool = False) -> bool:
+        """Start j at target, taking victims if it does not fit. A pending gang whose start
+        failed is not searched again while the plan is unchanged: the same demand (pods, clusters,
+        queue rows and usage, fired triggers) fails the same way in the same state. The plan is
+        unchanged while the journal has its length: every failed attempt rolls back to where it
+        began, and what succeeds only appends."""
+        key = self._demand(j, target, fired, debt)
+        version = self.st.mark()
+        hit = self._failed.get(key) if key is not None else None
+        if hit is not None and hit[0] == version:
+            self.own_floor_refused = hit[1]
+            return False
+        if self._search(j, target, fired, debt):
+            return True
+        if key is not None:
+            self._failed[key] = (version, self.own_floor_refused)
+        return False
+
+    def _demand(self, j: int, target: int, fired: set[str], debt: bool) -> Hashable | None:
+        """What a pending gang's start depends on besides the plan (None for a partial gang)."""
+        st = self.st
+        jm = st.problem.jobs[j]
+        if jm.current or st.size[jm.name]:
+            return None
+        binds = change_to(st.snapshot, st.snapshot.jobs[jm.name], target).bind
+        return (
+            tuple((res.key(p.requests), p.constraints) for p in binds),
+            jm.clusters,
+            tuple(st.rows_of.get(j, ())),
+            res.key(st.change(j, target)),
+            frozenset(fired),
+            debt,
+        )
+
+    def _search(self, j: int, target: int, fired: set[str], debt: bool) -> bool:
         st, jobs = self.st, self.st.problem.jobs
         if st.resize(j, target):
             return True
@@ -111,17 +164,7 @@ class Victims:
         largest = max(binds, key=lambda p: p.requests.get(res.GPU, 0), default=None)
         per_pod = largest.requests.get(res.GPU, 0) if largest else 0
 
-        def released(v: int, size: int) -> dict[str, int]:
-            """GPUs per node that taking v down to size frees."""
-            out: dict[str, int] = {}
-            name = jobs[v].name
-            for pod in change_to(
-                st.snapshot, st.snapshot.jobs[name], size, st.order_of(name)
-            ).evict:
-                if pod.name not in st.evicted and pod.node_name in st.nodes.free:
-                    node = pod.node_name
-                    out[node] = out.get(node, 0) + pod.requests.get(res.GPU, 0)
-            return out
+        released = self.released
 
         may_use: dict[str, bool] = {}
 

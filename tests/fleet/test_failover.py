@@ -74,3 +74,53 @@ def test_unschedulable_copy() -> None:
 
 def test_a_copy_not_created_yet_is_no_trouble() -> None:
     assert setup(None, bound=0)[0] is None
+
+
+def _placed_job(**anns: str) -> tuple[Any, Any]:
+    job = pytorchjob("t", masters=1, workers=1, uid="e" * 32)
+    job["metadata"]["annotations"] = {ANN_CLUSTER: "m1", ANN_GENERATION: "2", **anns}
+    fleet = build_fleet([policy(), job], [])
+    return fleet.jobs["default/t"], fleet
+
+
+def test_the_failover_timer_is_read_from_the_hub_job() -> None:
+    """A restarted fleet (or a new leader) goes on from the time the hub job holds."""
+    from datetime import UTC, datetime
+
+    from solver_sched.fleet.failover import due
+    from solver_sched.io.fleet_snapshot import ANN_TROUBLE
+
+    job, fleet = _placed_job(**{ANN_TROUBLE: "2026-01-01T12:00:00Z"})
+    assert job.trouble_since == datetime(2026, 1, 1, 12, tzinfo=UTC)
+    assert not fleet.errors
+    assert not due(job.trouble_since, datetime(2026, 1, 1, 12, 0, 29, tzinfo=UTC), 30)
+    assert due(job.trouble_since, datetime(2026, 1, 1, 12, 0, 30, tzinfo=UTC), 30)
+    assert not due(None, datetime(2030, 1, 1, tzinfo=UTC), 0)
+
+
+def test_a_bad_timer_is_reported_and_started_again() -> None:
+    from solver_sched.io.fleet_snapshot import ANN_TROUBLE
+
+    job, fleet = _placed_job(**{ANN_TROUBLE: "yesterday"})
+    assert job.trouble_since is None
+    assert any(
+        e.field == f"metadata.annotations[{ANN_TROUBLE}]" and "RFC 3339" in e.message
+        for e in fleet.errors
+    )
+    job, fleet = _placed_job(**{ANN_TROUBLE: "2026-01-01T12:00:00"})  # no zone: not RFC 3339
+    assert job.trouble_since is None and fleet.errors
+
+
+def test_every_new_placement_and_requeue_ends_the_timer() -> None:
+    from datetime import UTC, datetime
+
+    from solver_sched.fleet.dispatch import placement_changes, requeue_changes
+    from solver_sched.io.fleet_snapshot import ANN_FAILOVER_SINCE, ANN_TROUBLE
+
+    job, _ = _placed_job(**{ANN_TROUBLE: "2026-01-01T12:00:00Z"})
+    assert placement_changes(job, "m2", {"master-0": "a"})[ANN_TROUBLE] is None
+    now = datetime(2026, 1, 1, 12, 5, tzinfo=UTC)
+    direct = requeue_changes(job, "m1", None, now)
+    assert direct[ANN_TROUBLE] is None and direct[ANN_FAILOVER_SINCE] is None
+    graceful = requeue_changes(job, "m1", "graceful:m1/t-eeeeeeee-g2", now)
+    assert graceful[ANN_FAILOVER_SINCE] == "2026-01-01T12:05:00Z"

@@ -168,3 +168,32 @@ def test_a_victim_of_one_group_can_shrink_further_for_the_next() -> None:
     result = plan(snap, "greedy")
     assert result.violations == []
     assert sorted(b.node for b in result.plan.binds) == ["x", "y"]
+
+
+def test_a_failed_start_is_searched_again_once_the_plan_changed() -> None:
+    """Two pending gangs of one demand (an 8-GPU pod, nothing to take back): the first fails on a
+    full node; once the running gang there is gone, the second is searched again and fits. With
+    the plan unchanged it fails without a search, and says again whether its queues' floors
+    refused victims."""
+    snap = snapshot(
+        node("n", gpus=8),
+        gang("r", 1, gpus=8, running_on=["n"]),
+        gang("p1", 1, gpus=8, priority=100),  # r could be broken for it; no trigger fired here
+        gang("p2", 1, gpus=8, priority=100),
+    )
+    cfg = config()
+    problem = prepare(snap, cfg.weights, cfg.settings, NOW)
+    st = greedy.PlanState(snap, problem)
+    index = {jm.name: j for j, jm in enumerate(problem.jobs)}
+    v = victims.Victims(st, list(range(len(problem.jobs))))
+    searches = []
+    search = v._search
+    v._search = lambda *a: searches.append(a[0]) or search(*a)  # type: ignore[method-assign]
+    p1, p2, r = index["default/p1"], index["default/p2"], index["default/r"]
+    assert not v.start(p1, 1, set())
+    assert not v.start(p2, 1, set())  # same demand, same plan: no second search
+    assert searches == [p1]
+    assert st.resize(r, 0, check_quota=False)  # the plan changed: room on n
+    assert v.start(p2, 1, set())
+    assert searches == [p1, p2]
+    assert st.placed == {"default/p2-worker-0": "n"}

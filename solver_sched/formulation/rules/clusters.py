@@ -5,7 +5,10 @@ new pods there:
     sum_k z[j,p,k] = sum_s new[j,s,p] y[j,s]
     sum_{c in k} x[p,c] = sum_j z[j,p,k]     for each shape p and cluster k
 
-Running pods pin a job to the cluster of their nodes (prepare).
+A job with one size to start or grow to (a rigid gang, a partial one) has no z: its new pods in
+cluster k are new[j,p] * w[j,k], exactly, and supply takes them from w. For a counted type
+(formulation/aggregate.py) w counts its members in k. Running pods pin a job to the cluster of
+their nodes (prepare).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from collections import defaultdict
 
 from solver_sched.formulation.linear import LinearModel, Terms
 from solver_sched.formulation.problem import Problem
-from solver_sched.formulation.variables import Vars
+from solver_sched.formulation.variables import Vars, rigid_size
 
 
 def add(problem: Problem, model: LinearModel, v: Vars) -> None:
@@ -32,6 +35,12 @@ def add(problem: Problem, model: LinearModel, v: Vars) -> None:
         per_job[(j, sid)].append((var, 1))
         per_cluster[(sid, k)].append((var, -1))
     for j, jm in enumerate(problem.jobs):
+        rigid = rigid_size(jm)
+        if rigid is not None:  # one size to reach: its new pods in k are new * w[j,k]
+            for sid, n in jm.options[rigid].new.items():
+                for k in sorted(set(jm.clusters) or set(problem.clusters)):
+                    per_cluster[(sid, k)].append((v.w[(j, k)], -n))
+            continue
         for opt, o in enumerate(jm.options):
             for sid, n in o.new.items():
                 per_job[(j, sid)].append((v.y[j][opt], -n))

@@ -1,7 +1,7 @@
 """Rule 1, gang all-or-nothing: each job ends at exactly one allowed size (or 0), and every pending
 pod the chosen sizes need is placed, shape by shape:
 
-    sum_s y[j,s] = 1                                  for each job j
+    sum_s y[j,s] = 1                                  for each job j (its count, for a type)
     sum_c x[p,c] = sum_j sum_s new[j,s,p] * y[j,s]    for each shape p (one cluster)
 
 With several clusters the supply is split per cluster through z (rules/clusters.py).
@@ -18,7 +18,7 @@ from solver_sched.formulation.variables import Vars
 
 def add(problem: Problem, model: LinearModel, v: Vars) -> None:
     for j, jm in enumerate(problem.jobs):
-        model.add(f"gang[{jm.name}]", [(y, 1) for y in v.y[j]], 1, 1)
+        model.add(f"gang[{jm.name}]", [(y, 1) for y in v.y[j]], jm.count, jm.count)
     if len(problem.clusters) > 1:
         return
     supply: dict[int, Terms] = defaultdict(list)

@@ -3,7 +3,8 @@
 Guaranteed band (times ``band`` > the largest elastic band, so rule 4 holds for any weights):
   guaranteed[tier]  tier_weight[j] * guaranteed_units[j,s] * y[j,s]
   gang_start        gang_start * tier_weight[j] * run_j         (pending gangs only)
-  waiting           waiting_weight * hours_waited[j] * run_j   (pending gangs only)
+  waiting           waiting_weight * hours_waited[j] * run_j   (pending gangs only; for a
+                    counted type: waiting_weight * h * r[t,h], sum_h r[t,h] <= run_t)
   gang_break        -gang_break * y[j,0]                       (running gangs broken)
   quota_min         quota_min_weight * u[q]                    (added by rules/quota.py)
 Elastic band:
@@ -35,6 +36,13 @@ def add(problem: Problem, model: LinearModel, v: Vars) -> None:
         if jm.waiting_hours:  # only a starting job has waited (formulation/jobs.py)
             w = problem.waiting_weight * jm.waiting_hours
             model.term("guaranteed", "waiting", [(y, w) for y in ys[1:]])
+        rs = [(h, v.r[(j, h)]) for h, _ in jm.waiting_buckets if (j, h) in v.r]
+        if rs:  # a type: members of each waiting hour that start, at most those that run
+            w = problem.waiting_weight
+            model.term("guaranteed", "waiting", [(r, w * h) for h, r in rs])
+            model.add(
+                f"waited[{jm.name}]", [(r, 1) for _, r in rs] + [(y, -1) for y in ys[1:]], None, 0
+            )
         if jm.running_ok:
             model.term("guaranteed", "gang_break", [(ys[0], -problem.gang_break)])
         model.term(

@@ -5,6 +5,7 @@ import pytest
 from solver_sched.formulation.rules import capacity
 from tests.support.builders import (
     assert_solver_decided,
+    config,
     gang,
     node,
     other,
@@ -210,7 +211,7 @@ def test_the_solver_fills_a_node_greedy_fragments(backend: str) -> None:
     snap = snapshot(
         node("n", gpus=8), gang("a", 1, gpus=5), gang("b", 1, gpus=4), gang("c", 1, gpus=4)
     )
-    result = plan(snap, backend)
+    result = plan(snap, backend, cfg=config(lp_guide=False))  # the solver alone
     assert (result.violations, result.chosen) == ([], backend)
     assert_solver_decided(result)
     assert workers_after(snap, result.plan) == {"default/a": 0, "default/b": 1, "default/c": 1}
@@ -226,3 +227,56 @@ def test_rows_only_for_resources_pending_pods_request() -> None:
     nic_node["status"]["allocatable"]["example.com/nic"] = "4"
     rm = rule_model(snapshot(nic_node, running, gang("p", 1)), capacity.add)
     assert not any("example.com/nic" in r for r in rm.rows("cap["))
+
+
+def _two_full_nodes() -> list[dict[str, object] | list[dict[str, object]]]:
+    """Nodes A and B full, each with two 4-GPU gangs: the cheap ones (a on A, b on B, priority
+    0) and dearer ones (c on A, d on B, priority 50); a pending 8-GPU gang p of priority 100
+    needs a whole node."""
+    return [
+        node("A", gpus=8),
+        node("B", gpus=8),
+        gang("a", 1, gpus=4, running_on=["A"], priority=0),
+        gang("b", 1, gpus=4, running_on=["B"], priority=0),
+        gang("c", 1, gpus=4, running_on=["A"], priority=50),
+        gang("d", 1, gpus=4, running_on=["B"], priority=50),
+        gang("p", 1, gpus=8, priority=100),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("broken", "ok"), [(("a", "b"), False), (("a", "c"), True), (("b", "d"), True)]
+)
+def test_evictions_free_room_on_their_own_node(broken: tuple[str, str], ok: bool) -> None:
+    """A node whose pods a plan may evict is a class of its own: breaking a on A and b on B
+    frees 8 GPUs but no node with 8, and the row says so (when A and B were one class, the 8
+    freed GPUs were the class's and an 8-GPU pod fitted)."""
+    rm = rule_model(snapshot(*_two_full_nodes()), capacity.add)
+    assert rm.problem.class_of["A"] != rm.problem.class_of["B"]
+    assign = {f"y[default/{j},{0 if j in broken else 1}]": 1 for j in "abcd"}
+    assign |= {"y[default/p,1]": 1, rm.x("default/p-worker-0", "A" if "a" in broken else "B"): 1}
+    assert (rm.rows("cap[") and not any(r.startswith("cap[") for r in rm.violated(assign))) is ok
+
+
+def test_nodes_without_evictable_pods_still_share_a_class() -> None:
+    """Only nodes where the plan can release room are split: two idle nodes stay one class."""
+    rm = rule_model(
+        snapshot(*_two_full_nodes(), node("C", gpus=8), node("D", gpus=8)), capacity.add
+    )
+    classes = rm.problem.class_of
+    assert classes["C"] == classes["D"]
+    assert len({classes["A"], classes["B"], classes["C"]}) == 3
+
+
+@pytest.mark.parametrize("backend", ["cpsat", "milp"])
+def test_the_solvers_optimum_packs_without_loss(backend: str) -> None:
+    """The model's optimum breaks the two cheap gangs of one node and starts p there, and the
+    emitted plan is worth exactly that optimum (the class-level optimum broke a and b, on two
+    nodes, and packing then had to give p up)."""
+    snap = snapshot(*_two_full_nodes(), node("C", gpus=8), other("x", "C", 1))
+    result = plan(snap, backend)
+    assert result.violations == []
+    assert_solver_decided(result)
+    after = workers_after(snap, result.plan)
+    assert after["default/p"] == 1
+    assert sorted(j for j in "abcd" if not after[f"default/{j}"]) in (["a", "c"], ["b", "d"])

@@ -31,7 +31,7 @@ def _start_g(rm: RuleModel, in_a: int, in_b: int) -> dict[str, int]:
     for k, n in (("default", in_a), ("b", in_b)):
         node_name = "a1" if k == "default" else "b1"
         if n:
-            assign |= {f"w[default/g,{k}]": 1, f"z[default/g,0,{k}]": n}
+            assign |= {f"w[default/g,{k}]": 1}  # g has one size: its pods in k are 2 * w
             assign[rm.x("default/g-worker-0", node_name)] = n
     return assign
 
@@ -46,7 +46,7 @@ def test_a_gang_runs_in_one_cluster(in_a: int, in_b: int, ok: bool) -> None:
 
 def test_per_cluster_supply_replaces_the_single_cluster_rows() -> None:
     rm = _fleet()
-    assert rm.rows("place[") == ["place[default/g,0]", "place[default/r,1]"]  # per job, not shape
+    assert rm.rows("place[") == ["place[default/r,1]"]  # per job, not shape (none for rigid g)
     assert rm.rows("supply[") == [
         "supply[0,b]",
         "supply[0,default]",
@@ -59,7 +59,7 @@ def test_a_gang_needs_a_cluster_to_run_in() -> None:
     rm = _fleet()
     assign = _start_g(rm, 2, 0)
     del assign["w[default/g,default]"]
-    assert "in_cluster[0,0,default]" in rm.violated(assign)
+    assert {"cluster[default/g]", "supply[0,default]"} <= set(rm.violated(assign))
 
 
 def test_pods_counted_in_a_cluster_are_bound_there() -> None:
@@ -106,10 +106,21 @@ def test_a_running_job_is_in_a_cluster() -> None:
 
 
 def test_new_pods_go_only_to_the_cluster_the_gang_runs_in() -> None:
-    """z counts one pod in cluster b while w says cluster default."""
+    """Elastic r (sizes 2-4, so z carries its pods): z counts a pod in cluster b while r is in
+    no cluster."""
     rm = _fleet()
-    assign = _start_g(rm, 1, 0) | {"z[default/g,0,b]": 1, rm.x("default/g-worker-0", "b1"): 1}
-    assert rm.violated(assign) == ["in_cluster[0,0,b]"]
+    assign = {"y[default/g,0]": 1, "y[default/r,3]": 1, "z[default/r,1,b]": 1}
+    assign[rm.x("default/r-worker-2", "b1")] = 1
+    assert rm.violated(assign) == ["cluster[default/r]", "in_cluster[1,1,b]"]
+
+
+def test_a_gang_of_one_size_takes_its_pods_in_a_cluster_from_w() -> None:
+    """g (2 pods, rigid) has no z: w[g,k] = 1 asks supply for exactly its 2 pods in k."""
+    rm = _fleet()
+    assert not any(n.startswith("z[default/g") for n in rm.model.names)
+    assign = _start_g(rm, 2, 0)
+    assign[rm.x("default/g-worker-0", "a1")] = 1  # one pod short
+    assert rm.violated(assign) == ["supply[0,default]"]
 
 
 @pytest.mark.parametrize(

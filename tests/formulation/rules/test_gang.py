@@ -5,6 +5,7 @@ import pytest
 from solver_sched.formulation.rules import gang as gang_rule
 from tests.support.builders import (
     assert_solver_decided,
+    config,
     gang,
     node,
     other,
@@ -139,7 +140,7 @@ def test_the_solver_packs_two_gangs_where_greedy_places_one(backend: str) -> Non
         gang("b", 2, gpus=2),
         gang("c", 1, gpus=4),
     )
-    result = plan(snap, backend)
+    result = plan(snap, backend, cfg=config(lp_guide=False))  # the solver alone
     assert (result.violations, result.chosen) == ([], backend)
     assert_solver_decided(result)
     assert workers_after(snap, result.plan) == {"default/a": 0, "default/b": 2, "default/c": 1}

@@ -7,6 +7,7 @@ import pytest
 from solver_sched.formulation.rules import quota as quota_rule
 from tests.support.builders import (
     assert_solver_decided,
+    config,
     gang,
     node,
     plan,
@@ -362,7 +363,7 @@ def test_the_solver_fills_a_queue_max_greedy_fragments(backend: str) -> None:
         gang("b", 1, gpus=4, namespace="team-a"),
         gang("c", 1, gpus=4, namespace="team-a"),
     )
-    result = plan(snap, backend)
+    result = plan(snap, backend, cfg=config(lp_guide=False))  # the solver alone
     assert (result.violations, result.chosen) == ([], backend)
     assert_solver_decided(result)
     assert workers_after(snap, result.plan) == {"team-a/a": 0, "team-a/b": 1, "team-a/c": 1}

@@ -1,4 +1,4 @@
-"""Synthetic GPU clusters for benchmarks and large tests, as Kubernetes objects.
+"""The first synthetic generator (``solver-sched generate --nodes ...``), kept as it was.
 
 N nodes x 8 GPUs in two pools, partly used by running gangs; gang sizes from 1 to 64 GPUs
 (1-8 pods x 1-8 GPUs); 40% elastic with power-of-two sizes, some inside their cooldown; three

@@ -1,0 +1,299 @@
+"""The live study: one trace window replayed against every scheduler stack, each on a fresh
+stage with identical KWOK nodes (benchmarks/live/stage.py; `make stage` builds the peers).
+
+    .venv/bin/python -m benchmarks.live                      # itp04 day 10, 1 trace hour, 64 nodes
+    .venv/bin/python -m benchmarks.live --stacks kueue,solver-sched --window-h 0.5
+    .venv/bin/python -m benchmarks.live --scale               # 5,000 nodes, 10,000 pods in gangs
+
+Jobs are mapped as in the trace study (solver_sched/sim/traces.py: gang sizes, pods per GPU
+count, queues, priorities), rigid at the requested size: the peers have no elastic Jobs, and a
+Job has exactly ``parallelism`` pods (elastic ranges are not replayed; see docs/benchmarks.md).
+Writes benchmarks/results/live/<name>/{results.json,jct_cdf.png,utilization.png} and prints per
+stack the metrics and solver-sched's ratios against each peer from the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.live.replay import ReplayParams, run_stack
+from benchmarks.live.scale import scale_run
+from benchmarks.live.stage import STACKS, missing
+from solver_sched.sim.model import TraceJob
+from solver_sched.sim.report import plot
+from solver_sched.sim.traces import TRACES, TraceOptions, load_trace
+
+ROOT = Path(__file__).resolve().parents[2]
+OURS = "solver-sched"
+COLUMNS = (
+    ("avg_jct_h", "avg JCT h", ".2f"),
+    ("p95_jct_h", "p95 JCT h", ".2f"),
+    ("avg_queue_h", "queue h", ".2f"),
+    ("p95_queue_h", "p95 q h", ".2f"),
+    ("util_alloc", "alloc util", ".3f"),
+    ("util_useful", "gang util", ".3f"),
+    ("partial_gangs", "partial", "d"),
+    ("preempted_pods", "preempted", "d"),
+    ("restarts", "restarts", "d"),
+    ("scheduler_cpu_s", "sched CPU s", ".1f"),
+    ("api_requests", "API reqs", "d"),
+)
+
+
+def select_jobs(args: argparse.Namespace) -> list[TraceJob]:
+    opts = TraceOptions(
+        jobs=args.jobs,
+        load=args.load,
+        start=args.start,
+        max_duration=args.max_duration_h * 3600,
+        seed=args.seed,
+        gpus=args.nodes * 8,
+    )
+    capacity = args.nodes * 8
+    jobs = [
+        j
+        for j in load_trace(args.trace, opts)
+        if j.arrival <= args.window_h * 3600 and j.gpus <= capacity
+    ]
+    if not jobs:
+        raise SystemExit(f"error: no job of {args.trace} arrives in the first {args.window_h} h")
+    return jobs
+
+
+def fmt(value: Any, spec: str) -> str:
+    if value is None:
+        return "-"
+    return format(int(value), spec) if spec == "d" else format(value, spec)
+
+
+def table(summary: dict[str, dict[str, Any]]) -> list[str]:
+    head = "| stack | " + " | ".join(c[1] for c in COLUMNS) + " | binds/s | 64-gang span s |"
+    lines = [head, "|" + "---|" * (len(COLUMNS) + 3)]
+    for stack, s in summary.items():
+        b = s.get("burst") or {}
+        cells = [fmt(s.get(k), spec) for k, _, spec in COLUMNS]
+        cells += [fmt(b.get("binds_per_s"), ".1f"), fmt(b.get("first_gang_bind_span_s"), ".2f")]
+        lines.append(f"| {stack} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def ratios(summary: dict[str, dict[str, Any]]) -> dict[str, dict[str, float | None]]:
+    """solver-sched's metric over each peer's, from the same run."""
+    ours = summary.get(OURS)
+    if not ours:
+        return {}
+    out: dict[str, dict[str, float | None]] = {}
+    for stack, s in summary.items():
+        if stack == OURS:
+            continue
+        row: dict[str, float | None] = {}
+        for key in ("avg_jct_h", "p95_jct_h", "avg_queue_h", "util_alloc", "util_useful"):
+            a, b = ours.get(key), s.get(key)
+            row[key] = a / b if a is not None and b else None
+        out[stack] = row
+    return out
+
+
+def targets(summary: dict[str, dict[str, Any]], qps: float) -> list[str]:
+    ours = summary.get(OURS)
+    if not ours:
+        return ["solver-sched did not run: no targets checked"]
+    out = []
+    for peer in ("kueue", "kube-gang"):
+        s = summary.get(peer)
+        if not s or not s.get("avg_jct_h") or ours.get("avg_jct_h") is None:
+            out.append(f"avg JCT vs {peer}: not measured")
+            continue
+        r = ours["avg_jct_h"] / s["avg_jct_h"]
+        util_ok = ours["util_useful"] >= s["util_useful"]
+        verdict = "met" if r <= 0.8 and util_ok else "MISSED"
+        out.append(
+            f"avg JCT vs {peer:10s} {r:.3f} (target <= 0.80) at gang util "
+            f"{ours['util_useful']:.3f} vs {s['util_useful']:.3f}: {verdict}"
+        )
+    p = ours.get("partial_gangs", 0)
+    out.append(f"partial gangs          {p} (target 0): {'met' if p == 0 else 'MISSED'}")
+    b = ours.get("burst") or {}
+    if b.get("binds_per_s") is not None:
+        r = b["binds_per_s"] / qps
+        out.append(
+            f"binds / configured QPS {r:.2f} (target >= 0.9): {'met' if r >= 0.9 else 'MISSED'}"
+        )
+    if b.get("first_gang_bind_span_s") is not None:
+        s = b["first_gang_bind_span_s"]
+        out.append(
+            f"64-pod gang, first to last bind {s:.2f} s (target <= 1 s after the decision): "
+            f"{'met' if s <= 1.0 else 'MISSED'}"
+        )
+    return out
+
+
+class Progress:
+    """A tqdm bar over finished jobs when tqdm is installed and stderr is a terminal or forced;
+    else a line per 10% on stderr."""
+
+    def __init__(self, total: int, desc: str, bar: bool) -> None:
+        self.total, self.desc, self.n, self.shown = total, desc, 0, -1
+        self._bar: Any = None
+        if bar:
+            try:
+                from tqdm import tqdm  # type: ignore[import-untyped,import-not-found,unused-ignore]
+
+                self._bar = tqdm(total=total, desc=f"{desc:>14}", unit="job")
+            except ImportError:
+                pass
+
+    def __call__(self, n: int) -> None:
+        self.n += n
+        if self._bar is not None:
+            self._bar.update(n)
+            return
+        tenth = 10 * self.n // max(1, self.total)
+        if tenth != self.shown:
+            self.shown = tenth
+            print(
+                f"  {self.desc}: {self.n}/{self.total} jobs finished", file=sys.stderr, flush=True
+            )
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
+def machine() -> dict[str, Any]:
+    return {
+        "cpus": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "load_avg_at_start": os.getloadavg(),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--trace", choices=TRACES, default="itp04")
+    p.add_argument("--start", default="864000", help="trace start (itp04: seconds; philly: date)")
+    p.add_argument("--jobs", type=int, default=5000, help="jobs read from the trace at most")
+    p.add_argument("--load", type=float, default=32.0, help="arrivals x this denser")
+    p.add_argument("--window-h", type=float, default=1.0, help="trace hours of arrivals replayed")
+    p.add_argument("--max-duration-h", type=float, default=2.0, help="clip job durations")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--compress", type=float, default=60.0, help="trace seconds per wall second")
+    p.add_argument("--nodes", type=int, default=64, help="KWOK nodes of 8 GPUs")
+    p.add_argument("--stacks", default="all", help=f"comma list of {','.join(STACKS)}, or all")
+    p.add_argument("--burst-gangs", type=int, default=8, help="64-pod gangs of the bind burst")
+    p.add_argument("--horizon-s", type=float, default=1800.0, help="wall seconds per stack at most")
+    p.add_argument("--name", help="results folder name (default from the trace and window)")
+    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "live")
+    p.add_argument("--scale", action="store_true", help="the scale run instead of the replay")
+    p.add_argument("--scale-nodes", type=int, default=5000)
+    p.add_argument("--scale-pods", type=int, default=10000)
+    p.add_argument("--no-bar", action="store_true", help="no tqdm bar (lines on stderr instead)")
+    args = p.parse_args(argv)
+    stacks = list(STACKS) if args.stacks == "all" else args.stacks.split(",")
+    bad = [s for s in stacks if s not in STACKS]
+    if bad:
+        p.error(f"unknown stack(s) {', '.join(bad)}; choose from {', '.join(STACKS)}")
+    runnable = [s for s in stacks if not missing(s)]
+    for s in stacks:
+        if s not in runnable:
+            print(f"skipping {s}: missing {', '.join(missing(s))} (run `make stage`)")
+    if not runnable:
+        return 2
+    if args.scale:
+        return scale_main(args, runnable)
+    jobs = select_jobs(args)
+    name = args.name or f"{args.trace}-w{args.window_h:g}h-load{args.load:g}-{args.nodes}n"
+    params = ReplayParams(
+        compress=args.compress, burst_gangs=args.burst_gangs, horizon=args.horizon_s
+    )
+    print(
+        f"{name}: {len(jobs)} jobs, {sum(j.pods for j in jobs)} pods, "
+        f"{sum(j.gpus * j.duration for j in jobs) / 3600:.0f} GPU-h on {args.nodes * 8} GPUs; "
+        f"{args.compress:g}x compressed; stacks {', '.join(runnable)}"
+    )
+    summary: dict[str, dict[str, Any]] = {}
+    series: dict[str, list[dict[str, Any]]] = {}
+    rows: dict[str, list[dict[str, Any]]] = {}
+    started = time.time()
+    for stack in runnable:
+        bar = Progress(len(jobs), stack, not args.no_bar)
+        with tempfile.TemporaryDirectory(prefix=f"live-{stack}-") as tmp:
+            try:
+                s = run_stack(stack, jobs, args.nodes, params, Path(tmp), bar)
+            except (RuntimeError, FileNotFoundError) as exc:
+                print(f"{stack} failed: {exc}", file=sys.stderr)
+                logs = Path(tmp)
+                for log in sorted(logs.glob("*.log")):
+                    tail = log.read_text(errors="replace").splitlines()[-5:]
+                    print(f"--- {log.name}\n" + "\n".join(tail), file=sys.stderr)
+                continue
+            finally:
+                bar.close()
+        summary[stack] = {k: v for k, v in s.items() if k not in ("per_job", "series_rows")}
+        rows[stack] = [
+            {
+                "arrival": r["arrival_h"] * 3600,
+                "finish": None if r["jct_h"] is None else (r["arrival_h"] + r["jct_h"]) * 3600,
+            }
+            for r in s["per_job"]
+        ]
+        series[stack] = s.pop("series_rows", [])
+        summary[stack]["per_job"] = s["per_job"]
+    data = {
+        "meta": {
+            "command": "python -m benchmarks.live " + " ".join(argv or sys.argv[1:]),
+            "trace": args.trace,
+            "start": args.start,
+            "load": args.load,
+            "window_h": args.window_h,
+            "max_duration_h": args.max_duration_h,
+            "compress": args.compress,
+            "nodes": args.nodes,
+            "gpus": args.nodes * 8,
+            "jobs": len(jobs),
+            "wall_s": time.time() - started,
+            "machine": machine(),
+        },
+        "summary": summary,
+        "ratios_vs_peers": ratios(summary),
+        "targets": targets(summary, 50.0),
+        "jobs": rows,
+        "series": series,
+    }
+    out = args.out / name
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(data, indent=1))
+    plot(data, out, f"live {name}")
+    print("\n".join(table(summary)))
+    for peer, r in ratios(summary).items():
+        cells = ", ".join(f"{k} {v:.3f}" for k, v in r.items() if v is not None)
+        print(f"solver-sched / {peer}: {cells}")
+    print("\n".join(data["targets"]))
+    print(f"results: {out}")
+    return 0 if summary else 1
+
+
+def scale_main(args: argparse.Namespace, stacks: list[str]) -> int:
+    results = {}
+    for stack in stacks:
+        with tempfile.TemporaryDirectory(prefix=f"scale-{stack}-") as tmp:
+            results[stack] = scale_run(stack, args.scale_nodes, args.scale_pods, Path(tmp))
+        print(f"{stack}: {json.dumps(results[stack])}", flush=True)
+    out = args.out / f"scale-{args.scale_nodes}n-{args.scale_pods}p"
+    out.mkdir(parents=True, exist_ok=True)
+    meta = {"command": "python -m benchmarks.live --scale", "machine": machine()}
+    (out / "results.json").write_text(json.dumps({"meta": meta, "results": results}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

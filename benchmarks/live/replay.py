@@ -1,0 +1,481 @@
+"""One stack on one fresh stage: a binding burst, then a time-compressed trace window replayed
+as Jobs, measured from the API server's record of the pods.
+
+The study plays what the jobs' processes would do (the stage has no containers):
+
+- **rendezvous**: a job trains only while every pod of its gang runs. When the gang is complete
+  the study writes ``finish-at`` = now + remaining work on all its pods, and KWOK makes them
+  Succeed then. When a running gang loses a pod (a preemption), the job rolls back to its last
+  checkpoint (every ``checkpoint`` trace seconds), counts a restart, and its surviving pods lose
+  ``finish-at``; the next complete gang pays ``restart_overhead`` first.
+- **rendezvous timeout**: pods bound while their gang is not complete hold GPUs without
+  progress. After ``partial_timeout`` trace seconds they exit (the study deletes them; the Job
+  controller makes new ones), as torchrun's rendezvous does. Kueue's ``waitForPodsReady`` gets
+  the same timeout.
+
+Trace time runs ``compress`` times faster than the wall clock (60: one trace hour per minute).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from benchmarks.live.stage import FINISH_AT, Queue, Stage, StageSpec
+from benchmarks.live.workload import JOB_LABEL, job_manifest
+from solver_sched.kube.api import ApiError, KubeApi, load_client
+from solver_sched.sim.model import TraceJob
+
+
+@dataclass(frozen=True)
+class ReplayParams:
+    compress: float = 60.0  # trace seconds per wall second
+    checkpoint: float = 900.0  # trace seconds between checkpoints
+    restart_overhead: float = 30.0  # trace seconds before a restarted gang progresses
+    partial_timeout: float = 600.0  # trace seconds a partial gang waits before its pods exit
+    partial_grace: float = 5.0  # wall seconds of incompleteness not counted as a partial gang
+    horizon: float = 1800.0  # wall seconds after the first arrival before giving up
+    burst_gangs: int = 8  # the binding burst: this many 64-pod gangs of 1-GPU pods (0: none)
+    tick: float = 0.25  # wall seconds between the driver's looks
+
+
+@dataclass
+class PodView:
+    job: str
+    namespace: str
+    name: str
+    node: str | None
+    phase: str
+    deleting: bool
+    gpus: int
+    finish_at: str | None
+
+
+@dataclass
+class JobRun:
+    spec: TraceJob
+    name: str
+    namespace: str
+    remaining: float  # trace seconds of work at the requested size
+    submitted: float | None = None  # wall
+    first_start: float | None = None
+    finished: float | None = None
+    running_since: float | None = None
+    partial_since: float | None = None
+    partial_counted: bool = False
+    partial_episodes: int = 0
+    restarts: int = 0
+    timeouts: int = 0
+
+    @property
+    def gpus(self) -> int:
+        return self.spec.pods * self.spec.gpus_per_pod
+
+
+class PodWatch:
+    """Every pod of the study's jobs, kept current by a watch; bind times and deletions by
+    others (preemptions) recorded as they are seen."""
+
+    def __init__(self, api: KubeApi) -> None:
+        self.api = api
+        self.pods: dict[str, PodView] = {}
+        self.bound_at: dict[str, float] = {}  # pod uid -> wall time its nodeName was first seen
+        self.ours: set[str] = set()  # uids the study itself deleted
+        self.preempted: set[str] = set()  # uids deleted by someone else before they succeeded
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def _see(self, kind: str, obj: dict[str, Any]) -> None:
+        meta, spec, status = obj["metadata"], obj.get("spec") or {}, obj.get("status") or {}
+        uid = meta["uid"]
+        gpus = sum(
+            int((c.get("resources") or {}).get("limits", {}).get("nvidia.com/gpu", 0))
+            for c in spec.get("containers") or []
+        )
+        view = PodView(
+            (meta.get("labels") or {}).get(JOB_LABEL, ""),
+            meta["namespace"],
+            meta["name"],
+            spec.get("nodeName"),
+            status.get("phase", "Pending"),
+            bool(meta.get("deletionTimestamp")) or kind == "DELETED",
+            gpus,
+            (meta.get("annotations") or {}).get(FINISH_AT),
+        )
+        with self.lock:
+            if view.node and uid not in self.bound_at:
+                self.bound_at[uid] = time.monotonic()
+            gone = view.deleting and view.phase not in ("Succeeded", "Failed")
+            if gone and view.node and uid not in self.ours:
+                self.preempted.add(uid)
+            if kind == "DELETED":
+                self.pods.pop(uid, None)
+            else:
+                self.pods[uid] = view
+
+    def _run(self) -> None:
+        path, selector = "/api/v1/pods", JOB_LABEL
+        version = ""
+        while not self.stop.is_set():
+            try:
+                if not version:
+                    body = self.api.get(path, labelSelector=selector)
+                    with self.lock:
+                        self.pods.clear()
+                    for item in body["items"]:
+                        self._see("ADDED", item)
+                    version = body["metadata"]["resourceVersion"]
+                query = {
+                    "labelSelector": selector,
+                    "resourceVersion": version,
+                    "allowWatchBookmarks": "true",
+                    "timeoutSeconds": 30,
+                }
+                for event in self.api.watch(path, query, timeout=60):
+                    obj = event.get("object") or {}
+                    if event.get("type") == "ERROR":
+                        version = ""  # 410 Gone: list again
+                        break
+                    version = obj.get("metadata", {}).get("resourceVersion", version)
+                    if event.get("type") != "BOOKMARK":
+                        self._see(event["type"], obj)
+            except ApiError:
+                version = ""
+                time.sleep(0.2)
+
+    def snapshot(self) -> list[PodView]:
+        with self.lock:
+            return list(self.pods.values())
+
+
+@dataclass
+class Series:
+    t: list[float] = field(default_factory=list)  # trace hours since the first arrival
+    alloc: list[int] = field(default_factory=list)  # GPUs bound to live pods
+    useful: list[int] = field(default_factory=list)  # GPUs in complete (training) gangs
+    waiting: list[int] = field(default_factory=list)  # submitted jobs not yet started
+
+
+def _stamp(wall_from_now: float) -> str:
+    at = datetime.now(UTC) + timedelta(seconds=wall_from_now)
+    return at.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class Replay:
+    def __init__(self, stage: Stage, jobs: list[TraceJob], params: ReplayParams) -> None:
+        self.stage, self.params = stage, params
+        assert stage.info is not None
+        self.api = KubeApi(load_client(stage.info.kubeconfig, pool_size=16))
+        self.watch = PodWatch(KubeApi(load_client(stage.info.kubeconfig, pool_size=4)))
+        self.runs = [
+            JobRun(j, f"j{i:04d}", _namespace(j.queue), j.duration) for i, j in enumerate(jobs)
+        ]
+        self.series = Series()
+        self.capacity = stage.spec.nodes * stage.spec.gpus_per_node
+
+    # -- writes -----------------------------------------------------------------------------
+    def _create(self, run: JobRun) -> None:
+        prio = "high" if run.spec.priority > 0 else "low"
+        manifest = job_manifest(
+            self.stage.spec.stack,
+            run.name,
+            run.namespace,
+            run.spec.pods,
+            run.spec.gpus_per_pod,
+            prio,
+        )
+        self.api.request("POST", f"/apis/batch/v1/namespaces/{run.namespace}/jobs", body=manifest)
+
+    def _annotate(self, pods: list[PodView], value: str | None) -> None:
+        for p in pods:
+            try:
+                self.api.request(
+                    "PATCH",
+                    f"/api/v1/namespaces/{p.namespace}/pods/{p.name}",
+                    body={"metadata": {"annotations": {FINISH_AT: value}}},
+                    content_type="application/merge-patch+json",
+                )
+            except ApiError as exc:
+                if exc.status != 404:
+                    raise
+
+    def _delete(self, pods: list[PodView], uids: list[str]) -> None:
+        with self.watch.lock:
+            self.watch.ours.update(uids)
+        for p in pods:
+            try:
+                self.api.request(
+                    "DELETE",
+                    f"/api/v1/namespaces/{p.namespace}/pods/{p.name}",
+                    body={"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0},
+                )
+            except ApiError as exc:
+                if exc.status != 404:
+                    raise
+
+    # -- the loop ----------------------------------------------------------------------------
+    def run(self, progress: Any = None) -> dict[str, Any]:
+        p = self.params
+        self.watch.start()
+        pending = sorted(self.runs, key=lambda r: r.spec.arrival)
+        t0 = time.monotonic()
+        last = t0
+        alloc_s = useful_s = partial_gpu_s = 0.0
+        done = 0
+        while True:
+            now = time.monotonic()
+            while pending and pending[0].spec.arrival / p.compress <= now - t0:
+                run = pending.pop(0)
+                self._create(run)
+                run.submitted = time.monotonic()
+            self.stage.check_alive()
+            by_job: dict[str, list[tuple[str, PodView]]] = {}
+            with self.watch.lock:
+                items = list(self.watch.pods.items())
+            for uid, view in items:
+                by_job.setdefault(view.job, []).append((uid, view))
+            alloc = useful = partial = 0
+            for run in self.runs:
+                if run.submitted is None or run.finished is not None:
+                    continue
+                pods = by_job.get(run.name, [])
+                live = [(u, v) for u, v in pods if not v.deleting and v.phase != "Failed"]
+                succeeded = sum(1 for _, v in live if v.phase == "Succeeded")
+                active = [(u, v) for u, v in live if v.phase != "Succeeded"]
+                bound = [(u, v) for u, v in active if v.node]
+                running = [(u, v) for u, v in active if v.phase == "Running"]
+                alloc += sum(v.gpus for _, v in bound)
+                if succeeded >= run.spec.pods:
+                    run.finished = now
+                    run.running_since = None
+                    done += 1
+                    if progress is not None:
+                        progress(1)
+                    continue
+                complete = len(running) + succeeded >= run.spec.pods and len(running) > 0
+                if complete and run.running_since is None:
+                    run.running_since = now
+                    run.partial_since = None
+                    run.first_start = run.first_start or now
+                    work = run.remaining + (p.restart_overhead if run.restarts else 0.0)
+                    self._annotate([v for _, v in running], _stamp(work / p.compress))
+                elif not complete and run.running_since is not None:
+                    progressed = (now - run.running_since) * p.compress
+                    kept = math.floor(progressed / p.checkpoint) * p.checkpoint
+                    run.remaining = max(1.0, run.remaining - kept)
+                    run.restarts += 1
+                    run.running_since = None
+                    self._annotate([v for _, v in active if v.finish_at], None)
+                if run.running_since is not None:
+                    useful += run.gpus
+                    continue
+                if bound:
+                    partial += sum(v.gpus for _, v in bound)
+                    run.partial_since = run.partial_since or now
+                    waited = now - run.partial_since
+                    if waited > p.partial_grace and not run.partial_counted:
+                        run.partial_counted = True
+                        run.partial_episodes += 1
+                    if waited > p.partial_timeout / p.compress:
+                        run.timeouts += 1
+                        run.partial_since = None
+                        run.partial_counted = False
+                        self._delete([v for _, v in bound], [u for u, _ in bound])
+                else:
+                    run.partial_since = None
+                    run.partial_counted = False
+            dt = now - last
+            last = now
+            alloc_s += alloc * dt
+            useful_s += useful * dt
+            partial_gpu_s += partial * dt
+            s = self.series
+            s.t.append((now - t0) * p.compress / 3600)
+            s.alloc.append(alloc)
+            s.useful.append(useful)
+            s.waiting.append(
+                sum(1 for r in self.runs if r.submitted is not None and r.first_start is None)
+            )
+            if done == len(self.runs) or now - t0 > p.horizon:
+                break
+            time.sleep(p.tick)
+        self.watch.stop.set()
+        span = max(1e-9, (last - t0))
+        return self._summary(span, alloc_s, useful_s, partial_gpu_s)
+
+    def _summary(
+        self, span: float, alloc_s: float, useful_s: float, partial_gpu_s: float
+    ) -> dict[str, Any]:
+        c = self.params.compress
+        fin = [r for r in self.runs if r.finished is not None and r.submitted is not None]
+        jct = sorted((r.finished - r.submitted) * c / 3600 for r in fin)  # type: ignore[operator]
+        queue = sorted(
+            (r.first_start - r.submitted) * c / 3600
+            for r in self.runs
+            if r.first_start is not None and r.submitted is not None
+        )
+        s = self.series
+        return {
+            "series_rows": [
+                {
+                    "t": s.t[i] * 3600,
+                    "allocated": s.alloc[i],
+                    "useful": s.useful[i],
+                    "waiting": s.waiting[i],
+                }
+                for i in range(0, len(s.t), 4)
+            ],
+            "jobs": len(self.runs),
+            "finished": len(fin),
+            "avg_jct_h": _mean(jct),
+            "p95_jct_h": _pct(jct, 0.95),
+            "avg_queue_h": _mean(queue),
+            "p95_queue_h": _pct(queue, 0.95),
+            "makespan_h": span * c / 3600,
+            "util_alloc": alloc_s / (self.capacity * span),
+            "util_useful": useful_s / (self.capacity * span),
+            "partial_gangs": sum(r.partial_episodes for r in self.runs),
+            "partial_gpu_h": partial_gpu_s * c / 3600,
+            "rendezvous_timeouts": sum(r.timeouts for r in self.runs),
+            "preempted_pods": len(self.watch.preempted),
+            "restarts": sum(r.restarts for r in self.runs),
+            "per_job": [
+                {
+                    "name": r.name,
+                    "gpus": r.gpus,
+                    "pods": r.spec.pods,
+                    "arrival_h": r.spec.arrival / 3600,
+                    "duration_h": r.spec.duration / 3600,
+                    "jct_h": None
+                    if r.finished is None or r.submitted is None
+                    else (r.finished - r.submitted) * c / 3600,
+                    "restarts": r.restarts,
+                }
+                for r in self.runs
+            ],
+        }
+
+
+def burst(stage: Stage, gangs: int, gang: int = 64) -> dict[str, Any]:
+    """``gangs`` Jobs of ``gang`` 1-GPU pods at once on the idle stage: when each pod is bound.
+    Reports the first gang's bind span (its first to its last bind: the decision precedes the
+    first), creation to all bound, and the bind rate over every pod after the first ``burst``
+    (100 for every stack's default client) against the default 50 QPS."""
+    assert stage.info is not None
+    api = KubeApi(load_client(stage.info.kubeconfig, pool_size=8))
+    watch = PodWatch(KubeApi(load_client(stage.info.kubeconfig, pool_size=4)))
+    watch.start()
+    ns = stage.spec.all_queues()[0].name
+    t0 = time.monotonic()
+    for g in range(gangs):
+        manifest = job_manifest(stage.spec.stack, f"burst-{g}", ns, gang, 1, "low")
+        api.request("POST", f"/apis/batch/v1/namespaces/{ns}/jobs", body=manifest)
+    created = time.monotonic() - t0
+    total = gangs * gang
+    deadline = time.monotonic() + 60 + 4 * total / 50
+    while time.monotonic() < deadline and len(watch.bound_at) < total:
+        stage.check_alive()
+        time.sleep(0.1)
+    watch.stop.set()
+    with watch.lock:
+        per_job: dict[str, list[float]] = {}
+        for uid, at in watch.bound_at.items():
+            view = watch.pods.get(uid)
+            if view is not None:
+                per_job.setdefault(view.job, []).append(at)
+    times = sorted(t for ts in per_job.values() for t in ts)
+    first_done = min((max(ts) for ts in per_job.values() if len(ts) == gang), default=None)
+    first_gang = next((ts for ts in per_job.values() if max(ts) == first_done), [])
+    rest = times[100:] if len(times) > 101 else times
+    rate = (len(rest) - 1) / max(1e-9, rest[-1] - rest[0]) if len(rest) > 1 else 0.0
+    out = {
+        "pods": total,
+        "bound": len(times),
+        "create_s": created,
+        "all_bound_s": (times[-1] - t0) if times else None,
+        "first_gang_bound_s": (first_done - t0) if first_done else None,
+        "first_gang_bind_span_s": (max(first_gang) - min(first_gang)) if first_gang else None,
+        "binds_per_s": rate,
+    }
+    for g in range(gangs):
+        with contextlib.suppress(ApiError):
+            api.request(
+                "DELETE",
+                f"/apis/batch/v1/namespaces/{ns}/jobs/burst-{g}",
+                body={
+                    "kind": "DeleteOptions",
+                    "apiVersion": "v1",
+                    "propagationPolicy": "Background",
+                },
+            )
+
+    def gone() -> bool:
+        pods = api.get(f"/api/v1/namespaces/{ns}/pods", labelSelector=JOB_LABEL)["items"]
+        return not any(p["metadata"]["labels"][JOB_LABEL].startswith("burst-") for p in pods)
+
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not gone():
+        time.sleep(0.5)
+    return out
+
+
+def run_stack(
+    stack: str,
+    jobs: list[TraceJob],
+    nodes: int,
+    params: ReplayParams,
+    work: Path,
+    progress: Any = None,
+) -> dict[str, Any]:
+    """A fresh stage for ``stack``: the burst, then the replay; the stack's CPU and requests."""
+    queues = tuple(Queue(q, nodes * 8) for q in sorted({_namespace(j.queue) for j in jobs}))
+    spec = StageSpec(
+        stack,
+        nodes=nodes,
+        queues=queues,
+        kueue_pods_ready_timeout=f"{max(1.0, params.partial_timeout / params.compress):.0f}s",
+    )
+    started = time.monotonic()
+    with Stage(spec, work) as stage:
+        stage_s = time.monotonic() - started
+        burst_out = burst(stage, params.burst_gangs) if params.burst_gangs else {}
+        cpu0, req0 = stage.scheduler_cpu_seconds(), stage.requests()
+        summary = Replay(stage, jobs, params).run(progress)
+        cpu = stage.scheduler_cpu_seconds() - cpu0
+        req: Counter[str] = stage.requests()
+        req.subtract(req0)
+    summary.update(
+        stack=stack,
+        stage_start_s=stage_s,
+        burst=burst_out,
+        scheduler_cpu_s=cpu,
+        api_requests=sum(req.values()),
+        api_requests_by_verb=dict(req),
+    )
+    return summary
+
+
+def _namespace(queue: str) -> str:
+    name = "".join(ch if ch.isalnum() else "-" for ch in queue.lower()).strip("-")
+    return name[:50] or "default"
+
+
+def _mean(xs: list[float]) -> float | None:
+    return sum(xs) / len(xs) if xs else None
+
+
+def _pct(xs: list[float], q: float) -> float | None:
+    if not xs:
+        return None
+    return xs[min(len(xs) - 1, math.ceil(q * len(xs)) - 1)]

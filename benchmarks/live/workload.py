@@ -1,0 +1,74 @@
+"""The workload of the live study: one batch/v1 Job per trace job, the same for every stack but
+for how each stack is told about it.
+
+Why Jobs and not PyTorchJobs: the native gang stack needs the 1.37 in-tree Workload/PodGroup, and
+the only controller that makes them is kube-controller-manager's Job controller (WorkloadWithJob,
+from ``spec.scheduling.schedulingPolicy.gang``). The training-operator v1.8.1 knows neither that
+PodGroup nor ``spec.schedulingGroup`` (its pod template is k8s.io/api v0.29, which drops the
+field), so PyTorchJobs could not reach that stack at all. With Jobs all four stacks schedule the
+same pods made by the same controller:
+
+- ``kube-scheduler``: a plain indexed Job (no gang);
+- ``kube-gang`` and ``solver-sched``: ``spec.scheduling`` asks for a gang of ``parallelism``; the
+  Job controller creates the Workload and PodGroup and joins the pods through
+  ``spec.schedulingGroup``; pods name kube-scheduler's default profile or ``solver-sched``;
+- ``kueue``: created suspended with the ``kueue.x-k8s.io/queue-name`` label; Kueue admits it
+  (unsuspends it) when the ClusterQueue has quota, and kube-scheduler places the pods.
+
+Every pod of job ``j`` is labelled ``live.solver-sched.io/job=j`` for the study's watch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+JOB_LABEL = "live.solver-sched.io/job"
+GPU = "nvidia.com/gpu"
+
+
+def job_manifest(
+    stack: str,
+    name: str,
+    namespace: str,
+    pods: int,
+    gpus_per_pod: int,
+    priority_class: str,
+) -> dict[str, Any]:
+    """The Job of one trace job for ``stack``."""
+    pod_labels = {JOB_LABEL: name}
+    pod_spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "terminationGracePeriodSeconds": 0,
+        "priorityClassName": priority_class,
+        "schedulerName": "solver-sched" if stack == "solver-sched" else "default-scheduler",
+        "nodeSelector": {"type": "kwok"},
+        "containers": [
+            {
+                "name": "worker",
+                "image": "pytorch/pytorch:2.4.0-cuda12.1",
+                "resources": {
+                    "requests": {"cpu": "4", "memory": "16Gi", GPU: str(gpus_per_pod)},
+                    "limits": {GPU: str(gpus_per_pod)},
+                },
+            }
+        ],
+    }
+    spec: dict[str, Any] = {
+        "parallelism": pods,
+        "completions": pods,
+        "completionMode": "Indexed",
+        "backoffLimit": 10000,  # preempted or timed-out pods are replaced, never fail the Job
+        "template": {"metadata": {"labels": pod_labels}, "spec": pod_spec},
+    }
+    labels = {JOB_LABEL: name}
+    if stack in ("kube-gang", "solver-sched"):
+        spec["scheduling"] = {"schedulingPolicy": {"gang": {"minCount": pods}}}
+    if stack == "kueue":
+        spec["suspend"] = True
+        labels["kueue.x-k8s.io/queue-name"] = namespace
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": spec,
+    }

@@ -1,0 +1,67 @@
+"""The live study's pure parts: what each stack is told about a Job, the scale run's gangs, the
+ratios and targets read from made-up summaries."""
+
+from benchmarks.live.__main__ import ratios, targets
+from benchmarks.live.replay import _pct
+from benchmarks.live.scale import gangs_for
+from benchmarks.live.workload import JOB_LABEL, job_manifest
+
+
+def test_each_stack_gets_its_own_signal_and_the_same_pods() -> None:
+    plain = job_manifest("kube-scheduler", "j1", "team-a", 4, 8, "high")
+    gang = job_manifest("kube-gang", "j1", "team-a", 4, 8, "high")
+    ours = job_manifest("solver-sched", "j1", "team-a", 4, 8, "high")
+    kueue = job_manifest("kueue", "j1", "team-a", 4, 8, "high")
+    assert "scheduling" not in plain["spec"] and "suspend" not in plain["spec"]
+    assert gang["spec"]["scheduling"] == {"schedulingPolicy": {"gang": {"minCount": 4}}}
+    assert ours["spec"]["scheduling"] == gang["spec"]["scheduling"]
+    assert ours["spec"]["template"]["spec"]["schedulerName"] == "solver-sched"
+    assert gang["spec"]["template"]["spec"]["schedulerName"] == "default-scheduler"
+    assert kueue["spec"]["suspend"] is True
+    assert kueue["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "team-a"
+    assert "scheduling" not in kueue["spec"]
+    for m in (plain, gang, ours, kueue):
+        spec = m["spec"]
+        assert spec["parallelism"] == spec["completions"] == 4
+        pod = spec["template"]["spec"]
+        assert pod["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "8"}
+        assert pod["priorityClassName"] == "high"
+        assert spec["template"]["metadata"]["labels"] == {JOB_LABEL: "j1"}
+
+
+def test_scale_gangs_add_up_to_the_pods() -> None:
+    assert gangs_for(120) == [8, 16, 32, 64]
+    assert gangs_for(130) == [8, 16, 32, 64, 8, 2]
+    assert sum(gangs_for(10_000)) == 10_000
+
+
+def test_p95_is_a_measured_value() -> None:
+    xs = [float(i) for i in range(1, 21)]
+    assert _pct(xs, 0.95) == 19.0
+    assert _pct([3.0], 0.95) == 3.0
+    assert _pct([], 0.95) is None
+
+
+def _s(jct: float, util: float, partial: int = 0, rate: float = 50.0) -> dict[str, object]:
+    return {
+        "avg_jct_h": jct,
+        "p95_jct_h": jct * 2,
+        "avg_queue_h": jct / 2,
+        "util_alloc": util,
+        "util_useful": util,
+        "partial_gangs": partial,
+        "burst": {"binds_per_s": rate, "first_gang_bind_span_s": 0.5},
+    }
+
+
+def test_ratios_and_targets_against_each_peer() -> None:
+    summary = {"kueue": _s(10.0, 0.8), "kube-gang": _s(5.0, 0.9), "solver-sched": _s(4.0, 0.85)}
+    r = ratios(summary)
+    assert r["kueue"]["avg_jct_h"] == 0.4 and r["kube-gang"]["avg_jct_h"] == 0.8
+    lines = targets(summary, 50.0)
+    assert "met" in lines[0] and "kueue" in lines[0]
+    assert "MISSED" in lines[1]  # 0.8 x, but gang utilization below kube-gang's
+    assert lines[2].endswith("met")  # 0 partial gangs
+    summary["solver-sched"] = _s(4.0, 0.95, partial=2, rate=40.0)
+    lines = targets(summary, 50.0)
+    assert lines[1].endswith("met") and "MISSED" in lines[2] and "MISSED" in lines[3]
