@@ -400,7 +400,7 @@ def run_seed(args: argparse.Namespace, seed: int, profile: str) -> dict[str, Any
     ms = members(args.members, args.nodes, rng)
     total = args.members * args.nodes * GPUS
     hub_objects = hub(args.jobs, total, rng, profile)
-    config = fleet_config(SchedulerConfig())  # the controller's default: a 4 s cycle budget
+    config = fleet_config(SchedulerConfig())  # the controller's default: a 2.5 s cycle budget
     limit = args.time_limit  # None: the budget decides the search
     cache = FleetCache()
     t = time.perf_counter()
@@ -473,7 +473,7 @@ def main(argv: list[str] | None = None) -> int:
         "--time-limit",
         type=float,
         default=None,
-        help="CP-SAT search limit (default: the fleet's 4 s cycle budget decides)",
+        help="CP-SAT search limit (default: the fleet's 2.5 s cycle budget decides)",
     )
     args = p.parse_args(argv)
     profiles = [x for x in args.profiles.split(",") if x]
@@ -485,7 +485,7 @@ def main(argv: list[str] | None = None) -> int:
     (OUT / "fleet.json").write_text(json.dumps(runs, indent=2))
     print(
         f"fleet: {args.members} members x {args.nodes} nodes x {GPUS} GPUs, {args.jobs} queued "
-        f"jobs, CP-SAT limit {args.time_limit or 'by the 4 s cycle budget'}"
+        f"jobs, CP-SAT limit {args.time_limit or 'by the 2.5 s cycle budget'}"
     )
     for r in runs:
         print(
