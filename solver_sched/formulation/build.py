@@ -6,7 +6,15 @@ from dataclasses import dataclass
 
 from solver_sched.formulation.linear import LinearModel
 from solver_sched.formulation.problem import Problem
-from solver_sched.formulation.rules import capacity, clusters, gang, objective, preemption, quota
+from solver_sched.formulation.rules import (
+    capacity,
+    clusters,
+    gang,
+    nomination,
+    objective,
+    preemption,
+    quota,
+)
 from solver_sched.formulation.variables import Vars, create
 
 
@@ -26,4 +34,5 @@ def build(problem: Problem) -> Built:
     quota.add(problem, model, v)
     triggers = preemption.add(problem, model, v)
     objective.add(problem, model, v)
+    nomination.add(problem, model, v)
     return Built(model, v, triggers)
