@@ -40,7 +40,6 @@ from solver_sched.config.schema import SchedulerConfig, Settings
 from solver_sched.cycle import run_cycle
 from solver_sched.domain import resources as res
 from solver_sched.domain.quota import QuotaTree
-from solver_sched.fleet.controller import fleet_config
 from solver_sched.io.fleet_snapshot import (
     FleetCache,
     FleetSnapshot,
@@ -409,8 +408,8 @@ def run_seed(args: argparse.Namespace, seed: int, profile: str) -> dict[str, Any
     t = time.perf_counter()
     fleet = build_fleet(hub_objects, ms, cache=cache)
     t_snap = time.perf_counter() - t
-    result = run_cycle(fleet.snapshot, fleet_config(config), NOW)
-    reading = read_plan(fleet, result.plan.binds, result.plan.jobs)
+    result = run_cycle(fleet.snapshot, config, NOW)
+    reading = read_plan(fleet, result.plan.binds, result.plan.jobs, result.plan.evictions)
     cycle = time.perf_counter() - t
     ours = {k: d.cluster for k, d in reading.dispatches.items()}
     rows: dict[str, Any] = {}
@@ -504,7 +503,7 @@ def main(argv: list[str] | None = None) -> int:
         for base in ("first-fit", "summed-free"):
             for key in ("gpus", "weighted_gpus"):
                 med, worst = _ratio(of, key, base)
-                parts.append(f"{key} vs {base} median x{med:.3f} worst x{worst:.3f}")
+                parts.append(f"{key} vs {base} median x{med:.4f} worst x{worst:.4f}")
         print("; ".join(parts))
     return 0
 
