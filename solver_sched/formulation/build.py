@@ -14,6 +14,7 @@ from solver_sched.formulation.rules import (
     objective,
     preemption,
     quota,
+    topology,
 )
 from solver_sched.formulation.variables import Vars, create
 
@@ -32,6 +33,7 @@ def build(problem: Problem) -> Built:
     capacity.add(problem, model, v)
     clusters.add(problem, model, v)
     quota.add(problem, model, v)
+    topology.add(problem, model, v)
     triggers = preemption.add(problem, model, v)
     objective.add(problem, model, v)
     nomination.add(problem, model, v)

@@ -137,3 +137,10 @@ class Problem:
     topology: Topology = field(default_factory=Topology)  # the levels this cycle uses
     asks: Mapping[str, Ask] = field(default_factory=dict)  # job -> its resolved request
     topology_note: str | None = None  # why the config's topology could not be used
+    # class id -> level key -> the class's domain there (classes never straddle a domain)
+    class_domain: Mapping[int, Mapping[str, tuple[str, ...]]] = field(default_factory=dict)
+    held: Mapping[str, frozenset[tuple[str, ...] | None]] = field(default_factory=dict)  # job ->
+    # the domains (at its level) its running pods are in, for jobs with a request
+    free_domains: tuple[tuple[str, tuple[str, ...], int], ...] = ()  # (level, domain, GPUs) free
+    spread_weight: int = 0
+    fragmentation_weight: int = 0
