@@ -270,7 +270,7 @@ BASELINES: dict[str, Callable[[ClusterSnapshot, Topology], Plan]] = {
 @dataclass(frozen=True)
 class TopologyMetrics:
     gangs_started: int
-    gpu_value: int  # GPUs of the gangs started, times 4 per priority rank (1, 4, 16, ...)
+    gpu_value: int  # GPUs of the gangs started, x4 per rank of priority among pending gangs
     crossings: int  # sum over started gangs of (domains of the level they span - 1)
     domains_per_gang: float  # mean domains of the level over started multi-pod gangs
     idle_in_partial: int  # free GPUs in domains of the level that are partly used
@@ -282,7 +282,10 @@ def metrics(snapshot: ClusterSnapshot, plan: Plan, topology: Topology, key: str)
     """What a plan does at the level ``key`` (e.g. rack), counted over the gangs it starts."""
     bound = {b.pod: b.node for b in plan.binds}
     evicted = {p for e in plan.evictions for p in e.pods}
-    priorities = sorted({j.priority for j in snapshot.jobs.values()})
+    # tiers ranked over the pending gangs' priorities, as the model ranks the jobs it decides
+    priorities = sorted(
+        {j.priority for j in snapshot.jobs.values() if not snapshot.running_pods(j)}
+    )
     free: Free = {n: dict(f) for n, f in snapshot.free_per_node.items()}
     for pod_name in evicted:
         pod = snapshot.pods[pod_name]

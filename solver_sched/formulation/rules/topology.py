@@ -8,8 +8,8 @@ For a gang j with a request at level L (domains D of L; a counted type never has
 and for every asked level L', domain E of it and shape p, the classes of E supply the pods the
 gangs placed inside E:
     sum_{c in E} x[p,c] >= sum_{j, D inside E} z[j,p,D]
-Elastic band: topology_spread  -2W d[j,D] - W b[j,E] (domains it did not hold already; a gang
-that holds none gets its first domain at each level back, + (2 + broader levels) W run_j), and
+Elastic band: topology_spread  -2W d[j,D] - W b[j,E] (domains it did not hold already: the
+first one costs too, so of two gangs of equal value the one that needs fewer domains wins), and
 fragmentation  +F GPUs(E) e[E] for each domain E free now, with
     sum_{p, c in E} gpus[p] x[p,c] + GPUs(E) e[E] <= GPUs(E)   (e[E] = 1 only if E stays empty).
 """
@@ -81,12 +81,6 @@ def add(problem: Problem, model: LinearModel, v: Vars) -> None:
             model.add(f"place_domain[{name},{sid}]", terms, 0, 0)
         if ask.mode is Mode.REQUIRED:
             model.add(f"one_domain[{name}]", ds + run, 0, 0)
-        elif not held:  # its first domain at each level is free: only extra ones cost
-            broader = sum(
-                1 for key in ask.broader if _within(problem, key, ask.key, ()) is not None
-            )
-            first = problem.spread_weight * (2 + broader)
-            model.term("elastic", "topology_spread", [(y, first) for y in v.y[j][1:]])
     for (sid, key, e), terms in sorted(inside.items()):
         supply = [
             (var, 1)

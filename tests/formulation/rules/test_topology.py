@@ -68,10 +68,10 @@ def test_a_preferred_gang_pays_per_rack_and_per_block() -> None:
     two_blocks = _split(rm, "p", {"b1/r1": "a", "b2/r3": "c"})
     two_blocks |= {"b[default/p,b1]": 1, "b[default/p,b2]": 1}
     assert rm.violated(same_block) == [] and rm.violated(two_blocks) == []
-    assert rm.terms(same_block)["topology_spread"] == -2 * w  # one rack more
-    assert rm.terms(two_blocks)["topology_spread"] == -3 * w  # one rack and one block more
+    assert rm.terms(same_block)["topology_spread"] == -(2 * w * 2 + w)
+    assert rm.terms(two_blocks)["topology_spread"] == -(2 * w * 2 + 2 * w)
     one = {k: v for k, v in same_block.items() if "b1/r2" not in k}
-    assert rm.terms(one)["topology_spread"] == 0
+    assert rm.terms(one)["topology_spread"] == -(2 * w + w)
     lying = {k: v for k, v in two_blocks.items() if k != "b[default/p,b2]"}
     assert "above[default/p,b2/r3]" in rm.violated(lying)
 
