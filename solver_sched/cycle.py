@@ -361,4 +361,13 @@ def _assignment(problem: Problem, built: Built, values: list[int]) -> Assignment
     counts = {
         ("", sid, cid): values[var] for (sid, cid), var in built.vars.x.items() if values[var]
     }
-    return Assignment(sizes, counts)
+    pods_in: dict[str, dict[tuple[str, ...], int]] = {}
+    for (j, _sid, d), var in v.zt.items():
+        if values[var]:
+            per = pods_in.setdefault(problem.jobs[j].name, {})
+            per[d] = per.get(d, 0) + values[var]
+    domains = {
+        name: tuple(sorted(per, key=lambda d, per=per: (-per[d], d)))  # type: ignore[misc]
+        for name, per in pods_in.items()
+    }
+    return Assignment(sizes, counts, domains)

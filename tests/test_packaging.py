@@ -16,6 +16,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
+
 def test_editable_install_prints_no_setuptools_warning(tmp_path: Path) -> None:
     project = tmp_path / "project"
     project.mkdir()

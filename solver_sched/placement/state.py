@@ -27,6 +27,7 @@ class PlanState:
         keys = {k for a in problem.asks.values() for k in (a.key, *a.broader)}
         self.domains = DomainIndex(snapshot, problem.topology, keys)
         self.nodes.track(self.domains.members)
+        self.prefer: dict[str, tuple[tuple[str, ...], ...]] = {}  # job -> domains to try first
         self.size = {jm.name: jm.current for jm in problem.jobs}
         self.placed: dict[str, str] = {}  # pending pod -> node
         self.evicted: set[str] = set()  # running pods the tentative plan evicts
@@ -188,16 +189,25 @@ class PlanState:
         clusters = [cluster] if cluster else (list(jm.clusters) or list(self.problem.clusters))
         pick = chooser or self.nodes.pick
         ask = self.problem.asks.get(jm.name)
+        first = self.prefer.get(jm.name, ())
         for k in clusters:
             if ask is None and self._bind_all(change.bind, k, pick):
                 return True
-            if ask is not None and self._place_in_topology(ask, change.keep, change.bind, k, pick):
+            if ask is not None and self._place_in_topology(
+                ask, change.keep, change.bind, k, pick, first
+            ):
                 return True
         self.rollback(mark)
         return False
 
     def _place_in_topology(
-        self, ask: Ask, keep: tuple[Pod, ...], binds: tuple[Pod, ...], cluster: str, pick: Chooser
+        self,
+        ask: Ask,
+        keep: tuple[Pod, ...],
+        binds: tuple[Pod, ...],
+        cluster: str,
+        pick: Chooser,
+        first: tuple[tuple[str, ...], ...],
     ) -> bool:
         """The gang's new pods inside the domains its request allows (placement/topology.py);
         a required gang that only shrinks must end in one domain."""
@@ -209,7 +219,9 @@ class PlanState:
         def bind(pods: tuple[Pod, ...]) -> bool:
             return self._bind_all(pods, cluster, pick)
 
-        return place(self.nodes, self.domains, ask, binds, kept, bind, self.mark, self.rollback)
+        return place(
+            self.nodes, self.domains, ask, binds, kept, bind, self.mark, self.rollback, first
+        )
 
     def _bind_all(self, pods: tuple[Pod, ...], cluster: str, chooser: Chooser) -> bool:
         mark = self.mark()

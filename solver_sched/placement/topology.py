@@ -60,8 +60,10 @@ def place(
     bind: Bind,
     mark: Callable[[], int],
     rollback: Callable[[int], None],
+    first: Sequence[DomainId] = (),
 ) -> bool:
-    """Bind the gang's new pods honouring its request; ``kept``: the nodes of its kept pods.
+    """Bind the gang's new pods honouring its request; ``kept``: the nodes of its kept pods;
+    ``first``: domains of its level to try first (the solver's choice, most pods first).
     All or nothing: what a failed attempt placed is rolled back before the next."""
     gpus = sum(p.requests.get(res.GPU, 0) for p in binds)
     found = index.domains_of(ask.key, kept)
@@ -70,10 +72,17 @@ def place(
     if ask.mode is Mode.REQUIRED:
         if kept and not whole:
             return False  # already split (or on a node outside every domain): no growth
-        candidates = held if held else _best_fit(nodes, index, ask.key, gpus)
+        candidates = held if held else _first(first, _best_fit(nodes, index, ask.key, gpus))
         return any(_fenced(nodes, (ask.key, d), bind, binds) for d in candidates)
     if whole and _fenced(nodes, (ask.key, held[0]), bind, binds):
         return True
+    if first:  # the solver's domains: one, or filled in its order
+        m = mark()
+        if len(first) == 1 and _fenced(nodes, (ask.key, first[0]), bind, binds):
+            return True
+        if len(first) > 1 and _fill_in(nodes, ask.key, list(first), binds, bind):
+            return True
+        rollback(m)
     for key in (ask.key, *ask.broader):
         for d in _best_fit(nodes, index, key, gpus):
             if key == ask.key:
@@ -89,6 +98,10 @@ def place(
         return True
     rollback(m)
     return False
+
+
+def _first(first: Sequence[DomainId], rest: list[DomainId]) -> list[DomainId]:
+    return [*first, *(d for d in rest if d not in first)]
 
 
 def _best_fit(nodes: NodeState, index: DomainIndex, key: str, gpus: int) -> list[DomainId]:
@@ -121,6 +134,13 @@ def _fill(
         (d for d in index.domains(key) if allowed is None or _inside(index, key, d, allowed)),
         key=lambda d: (-nodes.domain_gpus((key, d)), d),
     )
+    return _fill_in(nodes, key, order, binds, bind)
+
+
+def _fill_in(
+    nodes: NodeState, key: str, order: list[DomainId], binds: tuple[Pod, ...], bind: Bind
+) -> bool:
+    """Each pod into the first domain of ``order`` that takes it."""
     return all(any(_fenced(nodes, (key, d), bind, (pod,)) for d in order) for pod in binds)
 
 

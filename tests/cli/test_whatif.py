@@ -66,6 +66,7 @@ def test_models_present() -> None:
         "guaranteed-preempts-elastic",
         "cooldown",
         "quota-max-jobs",
+        "topology-rack",
     }
 
 
@@ -138,6 +139,13 @@ SEEDS = [
         {"team-a/first": 4, "team-a/second": 0, "team-b/b-big": 4, "team-b/b-small": 0},
         {"team-a/second": "kube-queue/max-jobs", "team-b/b-small": "nvidia.com/gpu max 4"},
         id="quota-max-jobs",
+    ),
+    pytest.param(
+        "topology-rack",
+        NOW,
+        {"default/train-16": 2, "default/train-24": 0, "default/eval-4": 1},
+        {"default/train-24": "needs 24 GPUs in one rack: largest free rack has 8"},
+        id="topology-rack",
     ),
 ]
 

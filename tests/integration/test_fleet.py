@@ -630,7 +630,8 @@ def test_failover_timer_survives_a_fleet_restart(fl: FleetTest) -> None:
     # tolerationSeconds + the new process's start (informers, member probes) + two cycles, with
     # 7 s to spare on a loaded machine; restarting the timer would take at least toleration * 1.5
     assert took < toleration + 7, f"failover took {took:.1f}s"
-    assert ANN_TROUBLE not in (fl.job("timer")["metadata"].get("annotations") or {})
+    # the new copy's timer: it may run while member-2's copy is not yet bound, never for long
+    wait_for("trouble cleared", lambda: not stamp(), timeout=15)
 
 
 def test_a_fleet_that_lost_its_lease_writes_nothing(fl: FleetTest) -> None:
@@ -681,7 +682,8 @@ def test_a_high_priority_job_withdraws_a_lower_one_from_its_member(fl: FleetTest
     fl.hub.create(pytorchjob("high", workers=1, gpus=4, priority_class="high"))
     assert wait_for("high placed", lambda: fl.placement("high"), timeout=40) == "member-1"
     preempted = [m for r, m in fl.events("low") if r == "Preempted"]
-    assert preempted and "withdrawn from member-1" in preempted[0]
+    # the withdrawal's own event; "copy ... gone: queued again" may be listed before it
+    assert any("withdrawn from member-1: preempted by default/high" in m for m in preempted)
     wait_for(
         "low's copy gone", lambda: not any(c.startswith("low") for c in fl.copies("member-1")), 30
     )
