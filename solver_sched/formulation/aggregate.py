@@ -43,7 +43,15 @@ def _key(jm: JobModel, clusters: int) -> tuple[Any, ...] | None:
                 o.elastic_units,
             )
         )
-    return (jm.queue, jm.queue_chain, jm.priority, jm.tier_weight, jm.clusters, tuple(options))
+    return (
+        jm.queue,
+        jm.queue_chain,
+        jm.priority,
+        jm.tier_weight,
+        jm.clusters,
+        jm.tie,
+        tuple(options),
+    )
 
 
 def aggregate(problem: Problem, age: Callable[[str], Any] = str) -> Problem:

@@ -10,6 +10,7 @@ from solver_sched.formulation.rules import (
     capacity,
     clusters,
     gang,
+    nomination,
     objective,
     preemption,
     quota,
@@ -35,4 +36,5 @@ def build(problem: Problem) -> Built:
     topology.add(problem, model, v)
     triggers = preemption.add(problem, model, v)
     objective.add(problem, model, v)
+    nomination.add(problem, model, v)
     return Built(model, v, triggers)

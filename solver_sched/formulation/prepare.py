@@ -26,6 +26,7 @@ from solver_sched.formulation.jobs import active_jobs, job_model, job_states
 from solver_sched.formulation.problem import Problem
 from solver_sched.formulation.quota_rows import borrowing_and_below, quota_rows
 from solver_sched.formulation.scale_in import scale_in_orders
+from solver_sched.formulation.ties import tie_weights
 from solver_sched.formulation.topology import (
     class_domains,
     domain_key,
@@ -98,6 +99,13 @@ def prepare(
         weights.topology_spread,
         weights.fragmentation,
     )
+    too_large = overflow_reason(jobs, quotas, band, weights)
+    ties = tie_weights([jm.name for jm in jobs], active)
+    tie_band = 1 + sum(ties.values())
+    if tie_band > 1 and overflow_reason(jobs, quotas, band * tie_band, weights) is None:
+        jobs = tuple(replace(jm, tie=ties[jm.name]) for jm in jobs)
+    else:
+        tie_band = 1  # none nominated, or no room in the solvers' integers for the tie band
     return Problem(
         classes=classes,
         shapes=shapes,
@@ -118,7 +126,8 @@ def prepare(
         shape_of=shapes_of,
         class_of=class_of,
         reasons=reasons,
-        too_large=overflow_reason(jobs, quotas, band, weights),
+        tie_band=tie_band,
+        too_large=too_large,
         running_order=orders,
         topology=topology,
         asks=asks,

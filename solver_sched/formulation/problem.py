@@ -65,6 +65,8 @@ class JobModel:
     clusters: tuple[str, ...]  # clusters it may use
     break_needs: tuple[str, ...] = ()  # trigger keys: breaking it needs one of these to start
     shrink_needs_start: bool = True  # scaling in needs some guaranteed gang to start
+    tie: int = 0  # weight in the objective's tie band: 1 when nominated (formulation/ties.py)
+    created: float | None = None  # creation time (POSIX seconds): orders identical jobs
     # a counted type of interchangeable pending jobs (formulation/aggregate.py): its members,
     # longest waiting first, and (hours, members) per waiting hour, hours descending
     count: int = 1
@@ -128,6 +130,7 @@ class Problem:
     shape_of: Mapping[str, int] = field(default_factory=dict)  # pending pod -> shape id
     class_of: Mapping[str, int] = field(default_factory=dict)  # schedulable node -> class id
     reasons: Mapping[str, str] = field(default_factory=dict)  # static reasons found while preparing
+    tie_band: int = 1  # multiplier of the real objective above the tie band (1: no ties)
     too_large: str | None = None  # set when the objective would overflow: solvers are skipped
     # running pods in the order they are kept, for jobs whose scale-in order is not keep order
     running_order: Mapping[str, tuple[Pod, ...]] = field(default_factory=dict)
