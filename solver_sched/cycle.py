@@ -18,6 +18,7 @@ from functools import partial
 from solver_sched.config.schema import SchedulerConfig, Settings
 from solver_sched.domain.plan import Plan
 from solver_sched.domain.snapshot import ClusterSnapshot
+from solver_sched.domain.topology import choose
 from solver_sched.formulation.aggregate import aggregate, member_sizes
 from solver_sched.formulation.build import Built, build
 from solver_sched.formulation.prepare import prepare
@@ -113,7 +114,12 @@ def _cycle(
         limit = min(limit, budget)
     timer = _Timer()
     with timer("model"):
-        problem = prepare(snapshot, config.weights, s, now)
+        topology, topology_note = choose(
+            config.topology.levels, config.topology.kueue_topology, snapshot.topologies
+        )
+        problem = prepare(snapshot, config.weights, s, now, topology)
+        if topology_note:
+            problem = replace(problem, topology_note=topology_note)
         model = aggregate(problem, partial(_created, snapshot))  # what the solver sees
         built = build(model)
     with timer("greedy"):
@@ -240,8 +246,12 @@ def _variant(
 
 
 def _verdict(snapshot: ClusterSnapshot, c: _Candidate, now: datetime, s: Settings) -> None:
-    c.plan = diff(snapshot, c.state, now, c.notes)
-    c.violations = check(snapshot, c.plan, now, s.priority_preemption, s.queue_reclaim)
+    problem = c.state.problem
+    note = problem.topology_note
+    c.plan = diff(snapshot, c.state, now, [*c.notes, *([note] if note else [])])
+    c.violations = check(
+        snapshot, c.plan, now, s.priority_preemption, s.queue_reclaim, problem.topology
+    )
 
 
 class _Solving:
@@ -358,4 +368,13 @@ def _assignment(problem: Problem, built: Built, values: list[int]) -> Assignment
     counts = {
         ("", sid, cid): values[var] for (sid, cid), var in built.vars.x.items() if values[var]
     }
-    return Assignment(sizes, counts)
+    pods_in: dict[str, dict[tuple[str, ...], int]] = {}
+    for (j, _sid, d), var in v.zt.items():
+        if values[var]:
+            per = pods_in.setdefault(problem.jobs[j].name, {})
+            per[d] = per.get(d, 0) + values[var]
+    domains = {
+        name: tuple(sorted(per, key=lambda d, per=per: (-per[d], d)))  # type: ignore[misc]
+        for name, per in pods_in.items()
+    }
+    return Assignment(sizes, counts, domains)

@@ -180,6 +180,28 @@ class StatusWriter:
             if exc.status != 404:
                 _warn(f"pod status {pod}", exc)
 
+    def nominate(self, nominated: dict[str, str]) -> None:
+        """``status.nominatedNodeName`` on pods whose binds wait for preempted pods to go, as
+        kube-scheduler writes it: the next cycles keep the room for their jobs (the model's
+        nomination rule), and `kubectl get pod -o wide` shows where they are headed."""
+        for pod, node in sorted(nominated.items()):
+            obj = self.store.get("Pod.v1", pod)
+            if obj is None or (obj.get("spec") or {}).get("nodeName") or not self.may_act():
+                continue
+            if (obj.get("status") or {}).get("nominatedNodeName") == node:
+                continue
+            ns, name = pod.split("/", 1)
+            try:
+                self.api.request(
+                    "PATCH",
+                    f"/api/v1/namespaces/{ns}/pods/{name}/status",
+                    body={"status": {"nominatedNodeName": node}},
+                    content_type="application/strategic-merge-patch+json",
+                )
+            except ApiError as exc:
+                if exc.status != 404:
+                    _warn(f"nominate {pod}", exc)
+
     # -- pod groups --------------------------------------------------------------------------
     def group_status(
         self, job: str, phase: str, running: int, reason: str = "", now: datetime | None = None

@@ -7,6 +7,7 @@ from datetime import datetime
 from solver_sched.domain import resources as res
 from solver_sched.domain.cluster import Job, Pod
 from solver_sched.domain.quota import MAX_JOBS
+from solver_sched.domain.topology import Mode, short
 from solver_sched.formulation.problem import JobModel
 from solver_sched.formulation.sizes import change_to
 from solver_sched.placement.state import PlanState
@@ -47,6 +48,9 @@ def explain(
         return quota
     need = change_to(st.snapshot, job, target).bind
     missing = [p for p in need if p.name not in st.placed]
+    topo = _topology_reason(st, job.name, missing)
+    if topo:
+        return topo
     if missing:
         pod = missing[0]
         room, free = _room(st, pod, rooms if rooms is not None else {})
@@ -66,6 +70,26 @@ def explain(
             )
         return f"{head}{what}, {tail}"
     return "held back by the objective (capacity kept for higher-priority or guaranteed work)"
+
+
+def _topology_reason(st: PlanState, name: str, missing: list[Pod]) -> str:
+    """For a gang that requires a level: how many GPUs it needs in one domain, and the most
+    any domain has free."""
+    ask = st.problem.asks.get(name)
+    if ask is None or ask.mode is not Mode.REQUIRED or not missing:
+        return ""
+    gpus = sum(p.requests.get(res.GPU, 0) for p in missing)
+    level = short(ask.key)
+    domains = st.domains.domains(ask.key)
+    if not domains:
+        return f"needs {gpus} GPUs in one {level}: no node has the label {ask.key}"
+    best = max(st.nodes.domain_gpus((ask.key, d)) for d in domains)
+    if best >= gpus:
+        return (
+            f"needs {gpus} GPUs in one {level}: the largest free {level} has {best}, but not "
+            f"in nodes its pods fit, or the room is kept for other work"
+        )
+    return f"needs {gpus} GPUs in one {level}: largest free {level} has {best}"
 
 
 def _room(st: PlanState, pod: Pod, rooms: Room) -> tuple[int, int]:

@@ -108,10 +108,16 @@ def greedy_plan(
 
 
 def queue_order(problem: Problem) -> list[int]:
+    """Highest priority, longest waiting, nominated, earliest created, then by name: the order
+    the model's terms and its counted types (formulation/aggregate.py) give identical jobs."""
     jobs = problem.jobs
-    return sorted(
-        range(len(jobs)), key=lambda j: (-jobs[j].priority, -jobs[j].waiting_hours, jobs[j].name)
-    )
+
+    def key(j: int) -> tuple[int, int, int, bool, float, str]:
+        jm = jobs[j]
+        created = jm.created if jm.created is not None else 0.0
+        return (-jm.priority, -jm.waiting_hours, -jm.tie, jm.created is None, created, jm.name)
+
+    return sorted(range(len(jobs)), key=key)
 
 
 def start_order(problem: Problem, order: list[int], first: Mapping[str, float] | None) -> list[int]:
