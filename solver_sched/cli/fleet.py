@@ -52,6 +52,7 @@ def whatif(
 ) -> int:
     from solver_sched.cli.render import strict_failed, to_json, to_table
     from solver_sched.cycle import run_cycle
+    from solver_sched.fleet.controller import fleet_config
     from solver_sched.io.fleet_snapshot import MemberState, build_fleet, read_plan
 
     members = []
@@ -68,7 +69,7 @@ def whatif(
     fleet = build_fleet(hub, members, scheduler_name, config.settings.cooldown)
     if args.strict and strict_failed(fleet.snapshot.errors):
         return 2
-    result = run_cycle(fleet.snapshot, config, now, args.solver, args.time_limit)
+    result = run_cycle(fleet.snapshot, fleet_config(config), now, args.solver, args.time_limit)
     plan = result.plan
     placements = read_plan(fleet, plan.binds, plan.jobs, plan.evictions).placements
     if args.output == "json":
