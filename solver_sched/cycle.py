@@ -43,6 +43,8 @@ from solver_sched.solvers.result import Assignment, SolveStats, SolveStatus
 
 BACKENDS = ("cpsat", "milp", "greedy")
 GUIDED = "lp-greedy"  # greedy starting gangs in the order of the LP relaxation (solvers/lp.py)
+VALUE_AWARE = "value-greedy"  # greedy taking no victim worth as much as the start (victims.py)
+VALUE_AWARE_JOBS = 8000  # jobs in the model up to which the value-aware candidate is tried
 
 
 @dataclass
@@ -124,16 +126,19 @@ def _cycle(
         greedy_state = greedy_plan(snapshot, problem)  # concrete already: it needs no packing
         greedy = assignment_of(greedy_state)
         hint = to_values(model, built, greedy.sizes, greedy.counts)
+    others: list[_Candidate | None] = []
     with timer("plan"):
-        first = _score(model, built, "greedy", greedy_state, [], hint)
-    second = None
-    if s.lp_guide and backend != "greedy" and problem.too_large is None:
-        with timer("lp"):  # which gangs the relaxation starts: greedy in that order too
-            shares = relaxation(model, built, limit)
-        if shares is not None:
-            second = _guided(snapshot, problem, model, built, shares, timer)
-    if second is not None and second.rank > first.rank:
-        first, second = second, first
+        others.append(_score(model, built, "greedy", greedy_state, [], hint))
+    if backend != "greedy" and problem.too_large is None:
+        if s.lp_guide:
+            with timer("lp"):  # which gangs the relaxation starts: greedy in that order too
+                shares = relaxation(model, built, limit)
+            if shares is not None:
+                others.append(_variant(snapshot, problem, model, built, timer, GUIDED, shares))
+        if len(problem.jobs) <= VALUE_AWARE_JOBS:
+            others.append(_variant(snapshot, problem, model, built, timer, VALUE_AWARE))
+    plans = sorted((c for c in others if c is not None), key=lambda c: c.rank, reverse=True)
+    first, rest = plans[0], plans[1:]  # the best greedy plan hints the solver
     hint = first.values if first.values is not None else hint
     with timer("solve"):  # the translation; the search then runs on a worker thread
         if budget is not None:  # an upper bound: the search is stopped at its deadline below
@@ -150,7 +155,7 @@ def _cycle(
             after = timer.phases.get("plan", 0.0) + timer.phases.get("check", 0.0)
             solving.stop_at(search_deadline(start, budget, after))
         stats, values = solving.result()
-    candidates = [first, *([second] if second is not None else [])]
+    candidates = [first, *rest]
     # The hint given back unimproved is greedy's plan: packed again, it would only be checked
     # again (at XL that is 1-2 s). It is still tried when greedy's plan failed the checker.
     if values is not None and (values != hint or first.violations):
@@ -193,7 +198,7 @@ class _Candidate:
     def rank(self) -> tuple[bool, int, int]:
         """A candidate that does not map onto the model ranks last but stays eligible; ties go
         to the solver, then to greedy in queue order."""
-        tie = {"greedy": 1, GUIDED: 0}.get(self.label, 2)
+        tie = {"greedy": 2, GUIDED: 1, VALUE_AWARE: 0}.get(self.label, 3)
         return (self.value is not None, self.value or 0, tie)
 
 
@@ -217,25 +222,27 @@ def _score(
     return _Candidate(label, st, notes, terms, built.model.objective_of(terms), values)
 
 
-def _guided(
+def _variant(
     snapshot: ClusterSnapshot,
     problem: Problem,
     model: Problem,
     built: Built,
-    shares: dict[str, float],
     timer: _Timer,
+    label: str,
+    shares: dict[str, float] | None = None,
 ) -> _Candidate | None:
-    """Greedy starting gangs in the order of the LP relaxation's shares (None when that is
-    queue order: the same plan as greedy's)."""
-    order = queue_order(problem)
-    if start_order(problem, order, shares) == order:
-        return None
+    """Another greedy candidate: starting gangs in the order of the LP relaxation's shares
+    (None when that is queue order: the same plan as greedy's), or value-aware victims."""
+    if shares is not None:
+        order = queue_order(problem)
+        if start_order(problem, order, shares) == order:
+            return None
     with timer("greedy"):
-        st = greedy_plan(snapshot, problem, shares)
+        st = greedy_plan(snapshot, problem, shares, value_aware=label == VALUE_AWARE)
         a = assignment_of(st)
         values = to_values(model, built, a.sizes, a.counts)
     with timer("plan"):
-        return _score(model, built, GUIDED, st, [], values)
+        return _score(model, built, label, st, [], values)
 
 
 def _verdict(snapshot: ClusterSnapshot, c: _Candidate, now: datetime, s: Settings) -> None:
