@@ -70,7 +70,7 @@ _BEST_OF: ClusterSnapshot | None = None  # the snapshot the forked child solves
 def _best_known(seconds: float) -> dict[str, Any]:
     assert _BEST_OF is not None
     config = SchedulerConfig(settings=Settings(time_limit_seconds=seconds, workers=1))
-    r = run_cycle(fresh(_BEST_OF), config, NOW, "cpsat")
+    r = run_cycle(fresh(_BEST_OF), config, NOW, "cpsat", seconds)  # no cycle budget
     return {
         "objective": r.stats.objective,
         "status": r.stats.status.value,

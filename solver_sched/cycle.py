@@ -18,6 +18,7 @@ from functools import partial
 from solver_sched.config.schema import SchedulerConfig, Settings
 from solver_sched.domain.plan import Plan
 from solver_sched.domain.snapshot import ClusterSnapshot
+from solver_sched.domain.topology import choose
 from solver_sched.formulation.aggregate import aggregate, member_sizes
 from solver_sched.formulation.build import Built, build
 from solver_sched.formulation.prepare import prepare
@@ -27,6 +28,7 @@ from solver_sched.placement.state import PlanState
 from solver_sched.planning.check import check
 from solver_sched.planning.diff import diff
 from solver_sched.planning.pack import minimize_evictions, pack
+from solver_sched.solvers.budget import auto_budget, search_deadline
 from solver_sched.solvers.cpsat import Outcome, Search
 from solver_sched.solvers.greedy import (
     assignment_of,
@@ -41,6 +43,8 @@ from solver_sched.solvers.result import Assignment, SolveStats, SolveStatus
 
 BACKENDS = ("cpsat", "milp", "greedy")
 GUIDED = "lp-greedy"  # greedy starting gangs in the order of the LP relaxation (solvers/lp.py)
+VALUE_AWARE = "value-greedy"  # greedy taking no victim worth as much as the start (victims.py)
+VALUE_AWARE_JOBS = 8000  # jobs in the model up to which the value-aware candidate is tried
 
 
 @dataclass
@@ -74,6 +78,10 @@ def run_cycle(
     """One global decision. Candidates (the solver's plan and greedy's) are packed onto nodes and
     ranked by the model objective; the best one the independent checker accepts is emitted.
 
+    ``time_limit`` is the search's. Without it the cycle has a budget (``cycleSeconds``, else one
+    by cluster size, solvers/budget.py): the search gets what the budget leaves, at most
+    ``timeLimitSeconds``, and stops early once it proves its optimum.
+
     Python's cyclic garbage collector is paused for the cycle: its full passes over a large
     snapshot cost 15% of a cycle at M (measured in docs/benchmarks.md). The cycle's own garbage is
     freed by reference counting, or by the next automatic collection. The switch is process-wide:
@@ -94,30 +102,47 @@ def _cycle(
     backend: str | None,
     time_limit: float | None,
 ) -> CycleResult:
+    start = time.perf_counter()
     s = config.settings
     backend = backend or s.solver
+    budget = None  # an explicit time limit is the search's, whatever the cycle takes
+    if time_limit is None:
+        schedulable = sum(1 for n in snapshot.nodes.values() if n.schedulable)
+        budget = s.cycle_seconds or auto_budget(schedulable)
     limit = time_limit if time_limit is not None else s.time_limit_seconds
+    if budget is not None:
+        limit = min(limit, budget)
     timer = _Timer()
     with timer("model"):
-        problem = prepare(snapshot, config.weights, s, now)
+        topology, topology_note = choose(
+            config.topology.levels, config.topology.kueue_topology, snapshot.topologies
+        )
+        problem = prepare(snapshot, config.weights, s, now, topology)
+        if topology_note:
+            problem = replace(problem, topology_note=topology_note)
         model = aggregate(problem, partial(_created, snapshot))  # what the solver sees
         built = build(model)
     with timer("greedy"):
         greedy_state = greedy_plan(snapshot, problem)  # concrete already: it needs no packing
         greedy = assignment_of(greedy_state)
         hint = to_values(model, built, greedy.sizes, greedy.counts)
+    others: list[_Candidate | None] = []
     with timer("plan"):
-        first = _score(model, built, "greedy", greedy_state, [], hint)
-    second = None
-    if s.lp_guide and backend != "greedy" and problem.too_large is None:
-        with timer("lp"):  # which gangs the relaxation starts: greedy in that order too
-            shares = relaxation(model, built, limit)
-        if shares is not None:
-            second = _guided(snapshot, problem, model, built, shares, timer)
-    if second is not None and second.rank > first.rank:
-        first, second = second, first
+        others.append(_score(model, built, "greedy", greedy_state, [], hint))
+    if backend != "greedy" and problem.too_large is None:
+        if s.lp_guide:
+            with timer("lp"):  # which gangs the relaxation starts: greedy in that order too
+                shares = relaxation(model, built, limit)
+            if shares is not None:
+                others.append(_variant(snapshot, problem, model, built, timer, GUIDED, shares))
+        if len(problem.jobs) <= VALUE_AWARE_JOBS:
+            others.append(_variant(snapshot, problem, model, built, timer, VALUE_AWARE))
+    plans = sorted((c for c in others if c is not None), key=lambda c: c.rank, reverse=True)
+    first, rest = plans[0], plans[1:]  # the best greedy plan hints the solver
     hint = first.values if first.values is not None else hint
     with timer("solve"):  # the translation; the search then runs on a worker thread
+        if budget is not None:  # an upper bound: the search is stopped at its deadline below
+            limit = min(limit, max(0.01, start + budget - time.perf_counter()))
         solving = _Solving(backend, model, built, hint, limit, s)
     try:  # while the solver searches, the best greedy candidate is checked on this thread
         with timer("check"):
@@ -126,8 +151,11 @@ def _cycle(
         solving.cancel()
         raise
     with timer("solve"):
+        if budget is not None:  # what greedy's plan took to pack and check, the solver's needs
+            after = timer.phases.get("plan", 0.0) + timer.phases.get("check", 0.0)
+            solving.stop_at(search_deadline(start, budget, after))
         stats, values = solving.result()
-    candidates = [first, *([second] if second is not None else [])]
+    candidates = [first, *rest]
     # The hint given back unimproved is greedy's plan: packed again, it would only be checked
     # again (at XL that is 1-2 s). It is still tried when greedy's plan failed the checker.
     if values is not None and (values != hint or first.violations):
@@ -170,7 +198,7 @@ class _Candidate:
     def rank(self) -> tuple[bool, int, int]:
         """A candidate that does not map onto the model ranks last but stays eligible; ties go
         to the solver, then to greedy in queue order."""
-        tie = {"greedy": 1, GUIDED: 0}.get(self.label, 2)
+        tie = {"greedy": 2, GUIDED: 1, VALUE_AWARE: 0}.get(self.label, 3)
         return (self.value is not None, self.value or 0, tie)
 
 
@@ -194,30 +222,36 @@ def _score(
     return _Candidate(label, st, notes, terms, built.model.objective_of(terms), values)
 
 
-def _guided(
+def _variant(
     snapshot: ClusterSnapshot,
     problem: Problem,
     model: Problem,
     built: Built,
-    shares: dict[str, float],
     timer: _Timer,
+    label: str,
+    shares: dict[str, float] | None = None,
 ) -> _Candidate | None:
-    """Greedy starting gangs in the order of the LP relaxation's shares (None when that is
-    queue order: the same plan as greedy's)."""
-    order = queue_order(problem)
-    if start_order(problem, order, shares) == order:
-        return None
+    """Another greedy candidate: starting gangs in the order of the LP relaxation's shares
+    (None when that is queue order: the same plan as greedy's), or value-aware victims."""
+    if shares is not None:
+        order = queue_order(problem)
+        if start_order(problem, order, shares) == order:
+            return None
     with timer("greedy"):
-        st = greedy_plan(snapshot, problem, shares)
+        st = greedy_plan(snapshot, problem, shares, value_aware=label == VALUE_AWARE)
         a = assignment_of(st)
         values = to_values(model, built, a.sizes, a.counts)
     with timer("plan"):
-        return _score(model, built, GUIDED, st, [], values)
+        return _score(model, built, label, st, [], values)
 
 
 def _verdict(snapshot: ClusterSnapshot, c: _Candidate, now: datetime, s: Settings) -> None:
-    c.plan = diff(snapshot, c.state, now, c.notes)
-    c.violations = check(snapshot, c.plan, now, s.priority_preemption, s.queue_reclaim)
+    problem = c.state.problem
+    note = problem.topology_note
+    c.plan = diff(snapshot, c.state, now, [*c.notes, *([note] if note else [])])
+    c.violations = check(
+        snapshot, c.plan, now, s.priority_preemption, s.queue_reclaim, problem.topology
+    )
 
 
 class _Solving:
@@ -273,6 +307,14 @@ class _Solving:
         except BaseException as exc:  # re-raised on the caller's thread by result()
             self.crash = exc
 
+    def stop_at(self, deadline: float) -> None:
+        """Stops the search at ``deadline`` (a perf_counter time) if it still runs then."""
+        if self.thread is None:
+            return
+        self.thread.join(timeout=max(0.0, deadline - time.perf_counter()))
+        if self.thread.is_alive():
+            self.cancel()
+
     def cancel(self) -> None:
         """Stops a search still under way (the cycle failed meanwhile) and waits for it. CP-SAT
         drops a stop that comes before its solve has begun, so the stop is repeated until the
@@ -326,4 +368,13 @@ def _assignment(problem: Problem, built: Built, values: list[int]) -> Assignment
     counts = {
         ("", sid, cid): values[var] for (sid, cid), var in built.vars.x.items() if values[var]
     }
-    return Assignment(sizes, counts)
+    pods_in: dict[str, dict[tuple[str, ...], int]] = {}
+    for (j, _sid, d), var in v.zt.items():
+        if values[var]:
+            per = pods_in.setdefault(problem.jobs[j].name, {})
+            per[d] = per.get(d, 0) + values[var]
+    domains = {
+        name: tuple(sorted(per, key=lambda d, per=per: (-per[d], d)))  # type: ignore[misc]
+        for name, per in pods_in.items()
+    }
+    return Assignment(sizes, counts, domains)

@@ -8,8 +8,10 @@ from typing import Any
 import pytest
 
 from solver_sched import cycle as cycle_module
+from solver_sched.config.schema import SchedulerConfig
 from solver_sched.io.kube_snapshot import snapshot_from_objects
 from solver_sched.solvers import cpsat
+from solver_sched.solvers.budget import auto_budget
 from solver_sched.solvers.result import SolveStatus
 from solver_sched.synthetic import synthetic_objects
 from tests.support.builders import (
@@ -198,3 +200,61 @@ def test_a_solution_equal_to_the_hint_is_not_packed_and_checked_again(
     assert result.stats.status == SolveStatus.OPTIMAL
     assert (packed, result.chosen, result.violations) == ([], "greedy", [])
     assert workers_after(snap, result.plan) == {"default/g": 4}
+
+
+def _limits(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The time limits the cycle gives CP-SAT."""
+    seen: list[float] = []
+    real_init = cpsat.Search.__init__
+
+    def init(self: cpsat.Search, model: Any, hint: Any, time_limit: float, *a: Any) -> None:
+        seen.append(time_limit)
+        real_init(self, model, hint, time_limit, *a)
+
+    monkeypatch.setattr(cpsat.Search, "__init__", init)
+    return seen
+
+
+@pytest.mark.parametrize(
+    ("settings", "explicit", "most"),
+    [
+        ({}, None, 0.5),  # by cluster size: 16 nodes, the smallest budget
+        ({"cycleSeconds": 0.3}, None, 0.3),
+        ({"cycleSeconds": 5.0, "timeLimitSeconds": 2.0}, None, 2.0),
+        ({}, 7.0, 7.0),  # an explicit limit is the search's own (what-if --time-limit)
+    ],
+)
+def test_the_default_cycle_gives_the_search_what_its_budget_leaves(
+    monkeypatch: pytest.MonkeyPatch,
+    settings: dict[str, float],
+    explicit: float | None,
+    most: float,
+) -> None:
+    """The controller's cycle used to give CP-SAT timeLimitSeconds (10 s) whatever the cluster;
+    its budget now bounds the whole cycle."""
+    snap = snapshot_from_objects(synthetic_objects(16, 40, 20, 1, NOW))
+    seen = _limits(monkeypatch)
+    cfg = SchedulerConfig.model_validate({"settings": settings})
+    result = cycle_module.run_cycle(snap, cfg, NOW, "cpsat", explicit)
+    assert result.violations == []
+    (limit,) = seen
+    assert limit == most if explicit else 0 < limit <= most
+
+
+def test_a_search_past_its_deadline_is_stopped() -> None:
+    """The cycle stops the search at the budget's deadline, before CP-SAT's own limit: a cluster
+    whose optimum CP-SAT proves only after seconds, a 60 s limit, a deadline now."""
+    snap = snapshot_from_objects(synthetic_objects(512, 1000, 500, 1, NOW))
+    problem = cycle_module.prepare(snap, config().weights, config().settings, NOW)
+    built = cycle_module.build(problem)
+    solving = cycle_module._Solving("cpsat", problem, built, None, 60.0, config().settings)
+    solving.stop_at(0.0)  # long past
+    stats, _ = solving.result()
+    assert stats.status != SolveStatus.OPTIMAL
+    assert stats.search_seconds < 30  # stopped, not run to its limit
+
+
+def test_budget_by_cluster_size_goes_through_the_targets() -> None:
+    assert [auto_budget(n) for n in (1, 64, 512, 2000, 10000)] == [0.5, 0.5, 1.0, 3.0, 8.0]
+    assert auto_budget(288) == pytest.approx(0.75)
+    assert auto_budget(18000) == pytest.approx(13.0)  # past the last target, the last slope

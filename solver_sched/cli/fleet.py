@@ -20,7 +20,7 @@ def add_parser(sub: Any) -> None:
     add_loop_arguments(f, "the hub")
     f.add_argument("--scheduler-name", help="default: the ConfigMap's settings.schedulerName")
     f.add_argument("--qps", type=float, default=50.0, help="writes per second (each API server)")
-    f.add_argument("--burst", type=int, default=100)
+    f.add_argument("--burst", type=int, default=100, help="writes sent at once (token bucket)")
     f.add_argument("--probe-interval", type=float, default=2.0, help="member health probes")
     f.add_argument(
         "--delete-grace-seconds", type=int, default=None, help="for pods of deleted copies"
@@ -50,7 +50,7 @@ def whatif(
     scheduler_name: str,
     now: datetime,
 ) -> int:
-    from solver_sched.cli.render import to_json, to_table
+    from solver_sched.cli.render import strict_failed, to_json, to_table
     from solver_sched.cycle import run_cycle
     from solver_sched.fleet.controller import fleet_config
     from solver_sched.io.fleet_snapshot import MemberState, build_fleet, read_plan
@@ -67,8 +67,11 @@ def whatif(
             print(f"solver-sched: --member {name}: {exc}", file=sys.stderr)
             return 2
     fleet = build_fleet(hub, members, scheduler_name, config.settings.cooldown)
+    if args.strict and strict_failed(fleet.snapshot.errors):
+        return 2
     result = run_cycle(fleet.snapshot, fleet_config(config), now, args.solver, args.time_limit)
-    placements = read_plan(fleet, result.plan.binds, result.plan.jobs).placements
+    plan = result.plan
+    placements = read_plan(fleet, plan.binds, plan.jobs, plan.evictions).placements
     if args.output == "json":
         out = to_json(result, fleet.snapshot)
         out["placements"] = placements

@@ -60,7 +60,7 @@ def add_loop_arguments(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument("--metrics-addr", default=":8080", help="host:port; empty to disable")
     p.add_argument("--dry-run", action="store_true", help="plan and report, change nothing")
     p.add_argument("--config", type=Path, help="initial config before the ConfigMap is read")
-    p.add_argument("-v", "--verbose", action="store_true")
+    p.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
 
 
 def loop_options(args: argparse.Namespace) -> dict[str, Any]:

@@ -20,6 +20,15 @@ from solver_sched.io.gcpause import gc_paused
 from solver_sched.io.kube_snapshot import snapshot_from_objects
 from solver_sched.synthetic.presets import PRESETS
 
+DESCRIPTION = """\
+An optimization-based gang scheduler for distributed AI training on Kubernetes: each cycle
+writes every rule (gangs, elastic sizes, priorities, queue quotas, cooldowns) as one integer
+model, solves it, and binds or evicts whole jobs."""
+EPILOG = """\
+exit codes: 0 done (a plan was printed), 1 no plan passed the feasibility checker,
+            2 unreadable input, bad config or usage (with --strict: any rejected object)
+`solver-sched COMMAND --help` describes each command's flags."""
+
 
 def _now(text: str) -> datetime:
     try:
@@ -32,14 +41,25 @@ def _now(text: str) -> datetime:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="solver-sched", description=__doc__)
+    p = argparse.ArgumentParser(
+        prog="solver-sched",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = p.add_subparsers(dest="command", required=True)
     w = sub.add_parser("whatif", help="plan one cycle offline on Kubernetes objects from files")
     w.add_argument("files", nargs="+", type=Path, help="YAML/JSON: a List, multi-doc or objects")
     w.add_argument("--config", type=Path, help="weights and settings (the ConfigMap's schema)")
     w.add_argument("--solver", choices=BACKENDS, help="default: the config's (cpsat)")
     w.add_argument("--time-limit", type=float, help="seconds for the solver")
-    w.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    w.add_argument(
+        "-o",
+        "--output",
+        choices=("table", "json"),
+        default="table",
+        help="a table to read (default) or the JSON of docs/whatif-json.md",
+    )
     w.add_argument("--now", type=_now, help="RFC 3339 clock for cooldowns (default: now)")
     w.add_argument("--scheduler-name", help="schedulerName of pods we may bind")
     w.add_argument(
@@ -52,6 +72,11 @@ def _parser() -> argparse.ArgumentParser:
     w.add_argument(
         "--timings", action="store_true", help="print seconds per step to stderr (one JSON line)"
     )
+    w.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 2 when any object is rejected (default: plan the rest and list the errors)",
+    )
     r = sub.add_parser("run", help="schedule a live cluster (the secondary scheduler)")
     add_loop_arguments(r, "the cluster")
     r.add_argument(
@@ -60,7 +85,9 @@ def _parser() -> argparse.ArgumentParser:
         help="default: the ConfigMap's settings.schedulerName (solver-sched)",
     )
     r.add_argument("--qps", type=float, default=50.0, help="binds and evictions per second")
-    r.add_argument("--burst", type=int, default=100, help="binds and evictions sent at once")
+    r.add_argument(
+        "--burst", type=int, default=100, help="binds and evictions sent at once (token bucket)"
+    )
     r.add_argument(
         "--status-qps",
         type=float,
@@ -77,15 +104,32 @@ def _parser() -> argparse.ArgumentParser:
     )
     fleet_cli.add_parser(sub)
     demo = sub.add_parser("demo", help="the seed scenarios live on a local API server")
-    demo.add_argument("--testenv", type=Path, default=Path(".cache/bin/kube-testenv"))
     demo.add_argument(
-        "--operator", type=Path, default=Path(".cache/bin/training-operator"), help="for the fleet"
+        "--testenv",
+        type=Path,
+        default=Path(".cache/bin/kube-testenv"),
+        help="the kube-apiserver + etcd binary (`make testenv`) the demo starts on loopback",
     )
-    demo.add_argument("--scene", choices=("cluster", "fleet", "all"), default="all")
+    demo.add_argument(
+        "--operator",
+        type=Path,
+        default=Path(".cache/bin/training-operator"),
+        help="the Kubeflow training-operator binary (`make operator`) that runs the PyTorchJobs",
+    )
+    demo.add_argument(
+        "--scene",
+        choices=("cluster", "fleet", "all"),
+        default="all",
+        help="the one-cluster scenarios, the fleet scene, or both (default)",
+    )
     simulate.add_parser(sub)
     d = sub.add_parser("dump", help="write the live cluster as a what-if input file")
-    d.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"))
-    d.add_argument("-o", "--out", type=Path, required=True)
+    d.add_argument(
+        "--kubeconfig",
+        default=os.environ.get("KUBECONFIG"),
+        help="the cluster to read; default: $KUBECONFIG, else the in-cluster service account",
+    )
+    d.add_argument("-o", "--out", type=Path, required=True, help="the YAML file to write")
     g = sub.add_parser("generate", help="write a synthetic cluster (benchmarks)")
     g.add_argument(
         "--preset",
@@ -93,11 +137,16 @@ def _parser() -> argparse.ArgumentParser:
         "without it, the first generator with --running and --pending",
     )
     g.add_argument("--nodes", type=int, help="default: 64, or 512 with --preset")
-    g.add_argument("--running", type=int, default=200)
-    g.add_argument("--pending", type=int, default=100)
-    g.add_argument("--seed", type=int, default=1)
-    g.add_argument("--now", type=_now, default=datetime(2026, 1, 1, 12, tzinfo=UTC))
-    g.add_argument("-o", "--out", type=Path, required=True)
+    g.add_argument("--running", type=int, default=200, help="running jobs, without --preset")
+    g.add_argument("--pending", type=int, default=100, help="pending jobs, without --preset")
+    g.add_argument("--seed", type=int, default=1, help="random seed: same seed, same file")
+    g.add_argument(
+        "--now",
+        type=_now,
+        default=datetime(2026, 1, 1, 12, tzinfo=UTC),
+        help="RFC 3339 time the jobs' creation and scale times are relative to",
+    )
+    g.add_argument("-o", "--out", type=Path, required=True, help="the file to write (a JSON List)")
     return p
 
 
@@ -183,7 +232,7 @@ def _whatif(args: argparse.Namespace) -> int:
 
 
 def _whatif_cycle(args: argparse.Namespace) -> int:
-    from solver_sched.cli.render import to_json_text, to_table
+    from solver_sched.cli.render import strict_failed, to_json_text, to_table
 
     steps: dict[str, float] = {}
     start = time.perf_counter()
@@ -201,6 +250,8 @@ def _whatif_cycle(args: argparse.Namespace) -> int:
     snapshot = snapshot_from_objects(objects, name, config.settings.cooldown)
     del objects  # the raw objects are not needed past the snapshot: keep the peak down
     start = _step(steps, "snapshot", start)
+    if args.strict and strict_failed(snapshot.errors):
+        return 2
     result = run_cycle(snapshot, config, now, args.solver, args.time_limit)
     start = _step(steps, "cycle", start)
     print(to_json_text(result, snapshot) if args.output == "json" else to_table(result, snapshot))

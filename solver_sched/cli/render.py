@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 from solver_sched.cycle import CycleResult
-from solver_sched.domain.snapshot import ClusterSnapshot
+from solver_sched.domain.snapshot import ClusterSnapshot, InputError
 
 
 def sizes_text(sizes: tuple[int, ...]) -> str:
@@ -103,3 +104,12 @@ def to_table(result: CycleResult, snapshot: ClusterSnapshot) -> str:
         lines.append("NOTES")
         lines += [f"  {n}" for n in plan.notes]
     return "\n".join(lines)
+
+
+def strict_failed(errors: tuple[InputError, ...]) -> bool:
+    """``--strict``: every rejected object on stderr, and no plan (exit 2)."""
+    for err in errors:
+        print(f"solver-sched: {err}", file=sys.stderr)
+    if errors:
+        print(f"solver-sched: --strict: {len(errors)} input error(s); no plan", file=sys.stderr)
+    return bool(errors)

@@ -23,11 +23,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "trace (no Kubernetes). Writes DIR/results.json, DIR/jct_cdf.png, DIR/utilization.png "
         "and prints a table with ratios vs greedy gang FIFO.",
     )
-    s.add_argument("--trace", choices=TRACES, default="itp")
+    s.add_argument(
+        "--trace", choices=TRACES, default="itp", help="the job trace to replay (default itp)"
+    )
     s.add_argument("--trace-file", type=Path, help="override the trace's file")
     s.add_argument("--jobs", type=int, default=300, help="at most this many jobs")
     s.add_argument("--gpus", type=int, default=64, help="cluster GPUs (nodes of --gpus-per-node)")
-    s.add_argument("--gpus-per-node", type=int, default=8)
+    s.add_argument("--gpus-per-node", type=int, default=8, help="GPUs per node (default 8)")
     s.add_argument(
         "--load", type=float, default=1.0, help="arrival-rate factor (2 = twice as dense)"
     )
@@ -56,13 +58,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     s.add_argument("--start", help="philly: first timestamp; itp04: first submission second")
     s.add_argument("--window-days", type=float, default=7.0, help="philly: sampling window")
     s.add_argument("--max-duration-hours", type=float, help="clip job durations")
-    s.add_argument("--seed", type=int, default=1)
+    s.add_argument("--seed", type=int, default=1, help="random seed of the sampling")
     s.add_argument("--horizon-days", type=float, default=60.0, help="stop after this much time")
     s.add_argument(
         "--recheck", type=int, default=0, help="also plan every N cycles while jobs wait"
     )
     s.add_argument("--no-progress", action="store_true", help="no progress bars")
-    s.add_argument("--no-plots", action="store_true")
+    s.add_argument("--no-plots", action="store_true", help="write results.json only")
 
 
 def run(args: argparse.Namespace) -> int:

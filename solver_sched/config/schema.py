@@ -151,6 +151,8 @@ class Settings(_Strict):
     default_cooldown: str = Field(default="10m", alias="defaultCooldown")
     solver: Literal["cpsat", "milp", "greedy"] = "cpsat"
     time_limit_seconds: float = Field(default=10.0, alias="timeLimitSeconds", gt=0, le=3600)
+    # the whole cycle's wall time; None: by cluster size (solvers/budget.py)
+    cycle_seconds: float | None = Field(default=None, alias="cycleSeconds", gt=0, le=3600)
     workers: int = Field(default=1, ge=1, le=64, description="CP-SAT search workers")
     linearization_level: int = Field(default=2, alias="linearizationLevel", ge=0, le=2)
     random_seed: int = Field(default=0, alias="randomSeed", ge=0)

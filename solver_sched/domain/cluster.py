@@ -61,6 +61,9 @@ class Pod:
     invalid: str | None = None  # e.g. unparsable requests: its job is not planned
     terminating: bool = False  # deletionTimestamp set: still holds its node, no longer a member
     uid: str = ""  # tells a pod from a later one of the same name
+    # status.nominatedNodeName: room was made for this pod by evictions (its job is nominated:
+    # it keeps the room next cycle unless something of higher value arrives)
+    nominated: str | None = None
     topology: TopologyRequest | None = None  # from Kueue's pod-set annotations
 
     @property

@@ -84,6 +84,23 @@ class TopologyRequest:
         return f"{self.mode} {short(level) if level else 'none'}"
 
 
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """A job's request resolved against the cycle's topology: the level and the levels above it."""
+
+    key: str
+    mode: Mode
+    broader: tuple[str, ...] = ()  # levels above key, nearest first
+
+
+def ask_of(request: TopologyRequest | None, topology: Topology) -> Ask | None:
+    """None when the job asks for nothing, or for a tier above every level."""
+    key = request.level(topology) if request is not None else None
+    if request is None or key is None:
+        return None
+    return Ask(key, request.mode, topology.broader(key))
+
+
 def short(key: str) -> str:
     """A level's name for people: the label key's last segment (``.../topology-rack`` -> rack)."""
     tail = key.rsplit("/", 1)[-1]

@@ -13,7 +13,7 @@ import copy
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -156,10 +156,17 @@ class HubWriter:
         self.status.event(job.ref, reason, message, warning)
 
 
-def copy_body(job: HubJob, generation: int) -> JsonObj:
-    """The hub job as the member gets it: same spec (unsuspended), a deterministic name, and
-    labels that tie it to the hub job's UID and placement generation."""
+def copy_body(job: HubJob, generation: int, replicas: Sequence[tuple[str, int]] = ()) -> JsonObj:
+    """The hub job as the member gets it: same spec (unsuspended) with the replicas it was
+    placed with (an elastic job at the size the fleet chose; its elasticPolicy stays, so the
+    member may scale it), a deterministic name, and labels that tie it to the hub job's UID and
+    placement generation."""
     spec = copy.deepcopy(dict(job.raw.get("spec") or {}))
+    specs = spec.get("pytorchReplicaSpecs")
+    if isinstance(specs, dict):
+        for rtype, n in replicas or job.replicas:
+            if isinstance(specs.get(rtype), dict):
+                specs[rtype]["replicas"] = n
     run = spec.get("runPolicy")
     if isinstance(run, dict):
         run.pop("suspend", None)

@@ -43,7 +43,15 @@ def _key(jm: JobModel, clusters: int) -> tuple[Any, ...] | None:
                 o.elastic_units,
             )
         )
-    return (jm.queue, jm.queue_chain, jm.priority, jm.tier_weight, jm.clusters, tuple(options))
+    return (
+        jm.queue,
+        jm.queue_chain,
+        jm.priority,
+        jm.tier_weight,
+        jm.clusters,
+        jm.tie,
+        tuple(options),
+    )
 
 
 def aggregate(problem: Problem, age: Callable[[str], Any] = str) -> Problem:
@@ -51,7 +59,8 @@ def aggregate(problem: Problem, age: Callable[[str], Any] = str) -> Problem:
     no two jobs are alike). ``age`` orders members of one waiting hour: oldest first."""
     groups: dict[Any, list[int]] = {}
     for j, jm in enumerate(problem.jobs):
-        key = _key(jm, len(problem.clusters))
+        # a gang with a topology request picks its own domain: it stays a job of its own
+        key = None if jm.name in problem.asks else _key(jm, len(problem.clusters))
         groups.setdefault(("job", j) if key is None else key, []).append(j)
     if len(groups) == len(problem.jobs):
         return problem

@@ -6,7 +6,16 @@ from dataclasses import dataclass
 
 from solver_sched.formulation.linear import LinearModel
 from solver_sched.formulation.problem import Problem
-from solver_sched.formulation.rules import capacity, clusters, gang, objective, preemption, quota
+from solver_sched.formulation.rules import (
+    capacity,
+    clusters,
+    gang,
+    nomination,
+    objective,
+    preemption,
+    quota,
+    topology,
+)
 from solver_sched.formulation.variables import Vars, create
 
 
@@ -24,6 +33,8 @@ def build(problem: Problem) -> Built:
     capacity.add(problem, model, v)
     clusters.add(problem, model, v)
     quota.add(problem, model, v)
+    topology.add(problem, model, v)
     triggers = preemption.add(problem, model, v)
     objective.add(problem, model, v)
+    nomination.add(problem, model, v)
     return Built(model, v, triggers)

@@ -5,7 +5,7 @@ could hold."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 
 from solver_sched.domain import resources as res
 from solver_sched.domain.cluster import Node, Pod
@@ -37,11 +37,12 @@ def node_classes(
     shape_reqs: list[tuple[dict[str, int], Pod]],
     relevant: tuple[str, ...],
     releasing: Collection[str] = (),
+    domain_of: Callable[[Node], object] | None = None,
 ) -> tuple[tuple[NodeClass, ...], dict[str, int]]:
     """Nodes grouped by what pending pods can tell apart. A node in ``releasing`` (it runs pods
     the plan may evict) is a class of its own: what an eviction frees is then credited to the
     node it frees, not to a class, so the model's node fit is exact there (docs/formulation.md,
-    rule 2)."""
+    rule 2). ``domain_of``: the node's topology domains, so that no class straddles one."""
     label_keys: set[str] = set()
     by_name = False
     for _, pod in shape_reqs:
@@ -68,7 +69,8 @@ def node_classes(
         )
         vec = tuple(max(0, free[name].get(r, 0)) for r in relevant)
         own = by_name or name in releasing
-        groups[(node.cluster, labels, taints, vec, name if own else "")].append(node)
+        where = domain_of(node) if domain_of is not None else ()
+        groups[(node.cluster, labels, taints, vec, name if own else "", where)].append(node)
     classes = []
     class_of: dict[str, int] = {}
     for cid, key in enumerate(sorted(groups, key=repr)):

@@ -129,4 +129,5 @@ def job_model(
         clusters=clusters,
         break_needs=break_needs,
         shrink_needs_start=st.running_ok,
+        created=job.created.timestamp() if job.created is not None else None,
     )

@@ -32,10 +32,14 @@ class LinearModel:
     lb: list[int] = field(default_factory=list)
     ub: list[int] = field(default_factory=list)
     constraints: list[Constraint] = field(default_factory=list)
-    # objective (maximised) = band * sum(guaranteed terms) + sum(elastic terms)
+    # objective (maximised) =
+    #   tie_band * (band * sum(guaranteed terms) + sum(elastic terms)) + sum(tie terms)
+    # The tie band only orders plans of equal value (rules/nomination.py).
     guaranteed: dict[str, Terms] = field(default_factory=dict)
     elastic: dict[str, Terms] = field(default_factory=dict)
+    tie: dict[str, Terms] = field(default_factory=dict)
     band: int = 1
+    tie_band: int = 1
 
     def var(self, name: str, lb: int, ub: int) -> int:
         self.names.append(name)
@@ -92,17 +96,21 @@ class LinearModel:
         return Constraint(con.name, [(v, c) for v, c in terms if c], lo, hi)
 
     def term(self, band: str, name: str, terms: Terms) -> None:
-        if band not in ("guaranteed", "elastic"):
+        bands = {"guaranteed": self.guaranteed, "elastic": self.elastic, "tie": self.tie}
+        if band not in bands:
             raise ValueError(f"objective term {name}: no band {band!r}")
-        target = self.guaranteed if band == "guaranteed" else self.elastic
+        target = bands[band]
         target.setdefault(name, []).extend((v, c) for v, c in terms if c)
 
     def objective(self) -> Terms:
         out: dict[int, int] = {}
         for terms in self.guaranteed.values():
             for v, c in terms:
-                out[v] = out.get(v, 0) + self.band * c
+                out[v] = out.get(v, 0) + self.tie_band * self.band * c
         for terms in self.elastic.values():
+            for v, c in terms:
+                out[v] = out.get(v, 0) + self.tie_band * c
+        for terms in self.tie.values():
             for v, c in terms:
                 out[v] = out.get(v, 0) + c
         return sorted(out.items())
@@ -111,7 +119,7 @@ class LinearModel:
         """Value of each named term (unscaled) for a full assignment."""
         return {
             name: sum(c * values[v] for v, c in terms)
-            for name, terms in (*self.guaranteed.items(), *self.elastic.items())
+            for name, terms in (*self.guaranteed.items(), *self.elastic.items(), *self.tie.items())
         }
 
     def objective_value(self, values: list[int]) -> int:
@@ -121,7 +129,8 @@ class LinearModel:
     def objective_of(self, terms: dict[str, int]) -> int:
         """The objective from the term values ``evaluate`` returned."""
         g = sum(terms[name] for name in self.guaranteed)
-        return self.band * g + sum(terms[name] for name in self.elastic)
+        e = sum(terms[name] for name in self.elastic)
+        return self.tie_band * (self.band * g + e) + sum(terms[name] for name in self.tie)
 
     def violated(self, values: list[int]) -> list[str]:
         """Names of constraints the assignment breaks (used to validate hints in tests)."""

@@ -14,6 +14,7 @@ from datetime import datetime
 from solver_sched.config.schema import ObjectiveWeights, Settings
 from solver_sched.domain import resources as res
 from solver_sched.domain.snapshot import ClusterSnapshot
+from solver_sched.domain.topology import Topology, ask_of, choose
 from solver_sched.formulation.band import (
     band_multiplier,
     bonus_keeps_tiers,
@@ -25,12 +26,28 @@ from solver_sched.formulation.jobs import active_jobs, job_model, job_states
 from solver_sched.formulation.problem import Problem
 from solver_sched.formulation.quota_rows import borrowing_and_below, quota_rows
 from solver_sched.formulation.scale_in import scale_in_orders
+from solver_sched.formulation.ties import tie_weights
+from solver_sched.formulation.topology import (
+    class_domains,
+    domain_key,
+    free_domains,
+    held_domains,
+    model_keys,
+    topology_band,
+)
 from solver_sched.formulation.triggers import break_triggers, starters
 
 
 def prepare(
-    snapshot: ClusterSnapshot, weights: ObjectiveWeights, settings: Settings, now: datetime
+    snapshot: ClusterSnapshot,
+    weights: ObjectiveWeights,
+    settings: Settings,
+    now: datetime,
+    topology: Topology | None = None,
 ) -> Problem:
+    """``topology``: the levels the cycle uses (default: the snapshot's only Kueue Topology)."""
+    if topology is None:
+        topology = choose((), None, snapshot.topologies)[0]
     reasons: dict[str, str] = {}
     states = job_states(snapshot, now, reasons)
     queue_of = {name: snapshot.queue_of(st.job) for name, st in states.items()}
@@ -44,7 +61,11 @@ def prepare(
     shapes_of, shape_reqs = pod_shapes(active)
     relevant = tuple(sorted({r for req, _ in shape_reqs for r in req} | {res.PODS}))
     releasing = {p.node_name for st in active.values() for p in st.running if p.node_name}
-    classes, class_of = node_classes(snapshot, free, shape_reqs, relevant, releasing)
+    asks = {n: a for n in sorted(active) if (a := ask_of(active[n].job.topology, topology))}
+    keys = model_keys(topology, asks, weights.fragmentation)
+    classes, class_of = node_classes(
+        snapshot, free, shape_reqs, relevant, releasing, domain_key(topology, keys)
+    )
     shapes = shape_fit(snapshot, classes, shape_reqs, free, active)
     note_unplaceable(snapshot, active, shapes, shapes_of, reasons)
     tier = tier_weights(weights, [st.job.priority for st in active.values()])
@@ -63,7 +84,28 @@ def prepare(
         for n in sorted(active)
     )
     quotas = quota_rows(snapshot, jobs, active, usage_now, borrowing)
-    band = band_multiplier(jobs, shapes, classes, weights)
+    open_domains = free_domains(snapshot, topology, keys) if weights.fragmentation else ()
+    per_level: dict[str, set[object]] = {}
+    for c in classes:
+        for k in keys:
+            per_level.setdefault(k, set()).add(
+                topology.domain_of(snapshot.nodes[c.nodes[0]].labels, k)
+            )
+    band = band_multiplier(jobs, shapes, classes, weights) + topology_band(
+        asks,
+        {n: len(st.waiting) for n, st in active.items()},
+        {k: len(v) for k, v in per_level.items()},
+        open_domains,
+        weights.topology_spread,
+        weights.fragmentation,
+    )
+    too_large = overflow_reason(jobs, quotas, band, weights)
+    ties = tie_weights([jm.name for jm in jobs], active)
+    tie_band = 1 + sum(ties.values())
+    if tie_band > 1 and overflow_reason(jobs, quotas, band * tie_band, weights) is None:
+        jobs = tuple(replace(jm, tie=ties[jm.name]) for jm in jobs)
+    else:
+        tie_band = 1  # none nominated, or no room in the solvers' integers for the tie band
     return Problem(
         classes=classes,
         shapes=shapes,
@@ -84,6 +126,14 @@ def prepare(
         shape_of=shapes_of,
         class_of=class_of,
         reasons=reasons,
-        too_large=overflow_reason(jobs, quotas, band, weights),
+        tie_band=tie_band,
+        too_large=too_large,
         running_order=orders,
+        topology=topology,
+        asks=asks,
+        class_domain=class_domains(snapshot, topology, classes, keys),
+        held=held_domains(snapshot, topology, asks, {n: st.running for n, st in active.items()}),
+        free_domains=open_domains,
+        spread_weight=weights.topology_spread,
+        fragmentation_weight=weights.fragmentation,
     )

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from solver_sched.domain.affinity import NodeConstraints
 from solver_sched.domain.cluster import Pod
 from solver_sched.domain.resources import Resources
+from solver_sched.domain.topology import Ask, Topology
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +65,8 @@ class JobModel:
     clusters: tuple[str, ...]  # clusters it may use
     break_needs: tuple[str, ...] = ()  # trigger keys: breaking it needs one of these to start
     shrink_needs_start: bool = True  # scaling in needs some guaranteed gang to start
+    tie: int = 0  # weight in the objective's tie band: 1 when nominated (formulation/ties.py)
+    created: float | None = None  # creation time (POSIX seconds): orders identical jobs
     # a counted type of interchangeable pending jobs (formulation/aggregate.py): its members,
     # longest waiting first, and (hours, members) per waiting hour, hours descending
     count: int = 1
@@ -127,6 +130,17 @@ class Problem:
     shape_of: Mapping[str, int] = field(default_factory=dict)  # pending pod -> shape id
     class_of: Mapping[str, int] = field(default_factory=dict)  # schedulable node -> class id
     reasons: Mapping[str, str] = field(default_factory=dict)  # static reasons found while preparing
+    tie_band: int = 1  # multiplier of the real objective above the tie band (1: no ties)
     too_large: str | None = None  # set when the objective would overflow: solvers are skipped
     # running pods in the order they are kept, for jobs whose scale-in order is not keep order
     running_order: Mapping[str, tuple[Pod, ...]] = field(default_factory=dict)
+    topology: Topology = field(default_factory=Topology)  # the levels this cycle uses
+    asks: Mapping[str, Ask] = field(default_factory=dict)  # job -> its resolved request
+    topology_note: str | None = None  # why the config's topology could not be used
+    # class id -> level key -> the class's domain there (classes never straddle a domain)
+    class_domain: Mapping[int, Mapping[str, tuple[str, ...]]] = field(default_factory=dict)
+    held: Mapping[str, frozenset[tuple[str, ...] | None]] = field(default_factory=dict)  # job ->
+    # the domains (at its level) its running pods are in, for jobs with a request
+    free_domains: tuple[tuple[str, tuple[str, ...], int], ...] = ()  # (level, domain, GPUs) free
+    spread_weight: int = 0
+    fragmentation_weight: int = 0

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from solver_sched.domain.resources import GPU
+from solver_sched.domain.topology import Mode
 from solver_sched.formulation.build import Built
 from solver_sched.formulation.problem import JobModel, Problem
 
@@ -66,7 +68,50 @@ def to_values(
     for key, var in built.triggers.items():
         starters = problem.triggers.get(key, ())
         values[var] = int(any(run[h] for h in starters))
+    if v.d or v.e:
+        _topology(problem, built, counts, index, run, values)
     return values
+
+
+def _topology(
+    problem: Problem,
+    built: Built,
+    counts: Mapping[tuple[str, int, int], int],
+    index: Mapping[str, int],
+    run: list[int],
+    values: list[int],
+) -> None:
+    """Domains used, new pods per domain, broader domains touched and free domains kept whole,
+    read off the per-job counts (rules/topology.py)."""
+    v = built.vars
+    for (name, sid, cid), n in counts.items():
+        j = index.get(name)
+        ask = problem.asks.get(name)
+        if not n or j is None or ask is None:
+            continue
+        d = problem.class_domain.get(cid, {}).get(ask.key)
+        if d is not None and (j, sid, d) in v.zt:
+            values[v.zt[(j, sid, d)]] += n
+            values[v.d[(j, d)]] = 1
+    for (j, d), var in v.d.items():
+        name = problem.jobs[j].name
+        ask = problem.asks[name]
+        if ask.mode is Mode.REQUIRED and run[j] and d in problem.held.get(name, ()):
+            values[var] = 1  # running there, growing or not
+    levels = problem.topology.levels
+    for (j, key, e), var in v.b.items():
+        cut = levels.index(key) + 1
+        values[var] = int(
+            any(values[dv] and d[:cut] == e for (jj, d), dv in v.d.items() if jj == j)
+        )
+    gpus_in: dict[tuple[str, tuple[str, ...]], int] = {}
+    for (sid, cid), var in v.x.items():
+        g = problem.shapes[sid].requests.get(GPU, 0) * values[var]
+        for key, e in problem.class_domain.get(cid, {}).items():
+            if g:
+                gpus_in[(key, e)] = gpus_in.get((key, e), 0) + g
+    for key_e, var in v.e.items():
+        values[var] = int(not gpus_in.get(key_e))
 
 
 def _members(jm: JobModel) -> list[tuple[str, int]]:

@@ -29,6 +29,12 @@ class Vars:
     z: dict[tuple[int, int, str], int] = field(default_factory=dict)  # (job, shape, cluster)
     u: dict[int, int] = field(default_factory=dict)  # quota row -> GPUs of its min in use
     r: dict[tuple[int, int], int] = field(default_factory=dict)  # (type, hours) -> starting
+    # topology (rules/topology.py): domain used, new pods per domain, broader domain touched,
+    # free domain kept whole
+    d: dict[tuple[int, tuple[str, ...]], int] = field(default_factory=dict)
+    zt: dict[tuple[int, int, tuple[str, ...]], int] = field(default_factory=dict)
+    b: dict[tuple[int, str, tuple[str, ...]], int] = field(default_factory=dict)
+    e: dict[tuple[str, tuple[str, ...]], int] = field(default_factory=dict)
 
 
 def demand(problem: Problem) -> dict[int, dict[int, int]]:

@@ -61,16 +61,18 @@ def _read(path: Path, keep: Keep) -> list[dict[str, Any]]:
         head = f.read(CHUNK)
         start = _WS.match(head).end()  # type: ignore[union-attr]
         if head[start : start + 1] in ("{", "["):
+            stream = _Stream(f, head)
             try:
-                return list(_json_objects(_Stream(f, head), path, keep))
+                return list(_json_objects(stream, path, keep))
             except json.JSONDecodeError as exc:
-                error = exc
+                line, column = stream.where(exc)
+                error = f"{path}:{line}:{column}: not valid JSON: {exc.msg}"
             f.seek(0)
             text = f.read()
             try:
                 return _yaml_objects(text, path, keep)
             except InputFileError:
-                raise InputFileError(f"{path}: not valid YAML/JSON: {error}") from None
+                raise InputFileError(error) from None
         return _yaml_objects(head + f.read(), path, keep)
 
 
@@ -86,8 +88,23 @@ def _yaml_objects(text: str, path: Path, keep: Keep) -> list[dict[str, Any]]:
     try:
         docs = list(yaml.load_all(text, Loader=_YAML_LOADER))
     except yaml.YAMLError as exc:
-        raise InputFileError(f"{path}: not valid YAML/JSON: {exc}") from None
+        raise InputFileError(_yaml_error(path, exc)) from None
     return [o for doc in docs for o in _flatten(doc, path, keep)]
+
+
+def _yaml_error(path: Path, exc: yaml.YAMLError) -> str:
+    """FILE:LINE:COLUMN: the problem (and where the construct it breaks began), as compilers
+    write it, instead of PyYAML's text about a "<unicode string>"."""
+    if not isinstance(exc, yaml.MarkedYAMLError) or exc.problem_mark is None:
+        return f"{path}: not valid YAML: {exc}"
+    mark = exc.problem_mark
+    text = f"{path}:{mark.line + 1}:{mark.column + 1}: not valid YAML: {exc.problem}"
+    if exc.context:
+        began = exc.context_mark
+        text += f" ({exc.context}" + (
+            f" started at {began.line + 1}:{began.column + 1})" if began is not None else ")"
+        )
+    return text
 
 
 def _flatten(doc: object, path: Path, keep: Keep) -> list[dict[str, Any]]:
@@ -108,13 +125,27 @@ class _Stream:
 
     def __init__(self, f: IO[str], head: str) -> None:
         self.f, self.buf, self.pos = f, head, 0
+        self.line, self.column = 1, 1  # where ``buf`` begins in the file
 
     def _more(self) -> bool:
         data = self.f.read(CHUNK)
         if not data:
             return False
+        dropped = self.buf[: self.pos]
+        lines = dropped.count("\n")
+        if lines:
+            self.line += lines
+            self.column = len(dropped) - dropped.rindex("\n")
+        else:
+            self.column += len(dropped)
         self.buf, self.pos = self.buf[self.pos :] + data, 0
         return True
+
+    def where(self, exc: json.JSONDecodeError) -> tuple[int, int]:
+        """The file's line and column of an error in ``buf``."""
+        if exc.lineno == 1:
+            return self.line, self.column + exc.colno - 1
+        return self.line + exc.lineno - 1, exc.colno
 
     def peek(self) -> str:
         """The next character that is not white space ('' at the end of the file)."""

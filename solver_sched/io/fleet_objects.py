@@ -109,10 +109,16 @@ class ReplicaTemplate(_Obj):
     template: dict[str, Any] = Field(default_factory=dict)
 
 
+class HubElasticPolicy(_Obj):
+    min_replicas: int | None = Field(default=None, alias="minReplicas")
+    max_replicas: int | None = Field(default=None, alias="maxReplicas")
+
+
 class HubPyTorchJobSpec(_Obj):
     pytorch_replica_specs: dict[str, ReplicaTemplate] = Field(
         default_factory=dict, alias="pytorchReplicaSpecs"
     )
+    elastic_policy: HubElasticPolicy | None = Field(default=None, alias="elasticPolicy")
 
 
 class HubPyTorchJobObj(_Obj):

@@ -47,7 +47,7 @@ ANN_CLUSTER = ANN + "cluster"  # hub job: the member it is placed in
 ANN_GENERATION = ANN + "placement-generation"  # hub job: bumped at every new placement
 ANN_NODES = ANN + "reserved-nodes"  # hub job: JSON {replica pod suffix: member node}
 ANN_FAILED = ANN + "failed-clusters"  # hub job: members it failed over from (comma-separated)
-ANN_FAILOVER = ANN + "failover"  # hub job: "withdrawing" or "graceful:<member>/<copy>"
+ANN_FAILOVER = ANN + "failover"  # hub job: "withdrawing", "preempted" or "graceful:<m>/<copy>"
 ANN_TROUBLE = ANN + "trouble-since"  # hub job: RFC 3339, its placement first seen in trouble
 ANN_FAILOVER_SINCE = ANN + "failover-since"  # hub job: RFC 3339, its graceful failover began
 ANN_HUB_JOB = ANN + "fleet-job"  # member copy: the hub job, ns/name
@@ -58,6 +58,8 @@ REPLICA_INDEX = "training.kubeflow.org/replica-index"
 SP_LABEL = "scheduling.x-k8s.io/pod-group"
 KUBEFLOW_API = "kubeflow.org/v1"
 WITHDRAWING = "withdrawing"
+PREEMPTED = "preempted"  # withdrawn for a higher-priority job: back to the queue, no member avoided
+ANN_SIZE_POLICY = ANN + "size-policy"
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +79,8 @@ class Placement:
     cluster: str
     generation: int
     nodes: Mapping[str, str]  # replica pod suffix -> member node reserved at dispatch
-    withdrawing: bool = False  # Directly/Immediately: the copy is being deleted first
+    withdrawing: bool = False  # Directly/Immediately or preempted: the copy is deleted first
+    preempted: bool = False  # withdrawn to make room for a higher-priority job
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,12 +94,13 @@ class HubJob:
     generation: int  # the last placement generation (0: never placed)
     placement: Placement | None
     failed_clusters: tuple[str, ...]
-    replicas: tuple[tuple[str, int], ...]  # (replica type, count), master first
+    replicas: tuple[tuple[str, int], ...]  # (replica type, count), master first; as placed
     finished: str = ""  # "Succeeded" or "Failed" once the job is over for good
     invalid: str | None = None
     graceful_from: str = ""  # Gracefully: "member/copy" kept until the new copy runs
     trouble_since: datetime | None = None  # the failover timer, kept in the hub job
     failover_since: datetime | None = None  # when a graceful failover began
+    elastic: tuple[int, int] | None = None  # (min, max) pods of an elastic job not placed yet
 
     @property
     def ref(self) -> dict[str, Any]:
@@ -112,9 +116,9 @@ class HubJob:
         """Pod name suffixes of its replicas, as the training-operator names them."""
         return [f"{t.lower()}-{i}" for t, n in self.replicas for i in range(n)]
 
-    def result_text(self, cluster: str) -> str:
+    def result_text(self, cluster: str, replicas: Sequence[tuple[str, int]] = ()) -> str:
         """Karmada's binding result, e.g. ``{m1:0,[{master 1} {worker 2}]}``."""
-        parts = " ".join(f"{{{t.lower()} {n}}}" for t, n in self.replicas)
+        parts = " ".join(f"{{{t.lower()} {n}}}" for t, n in replicas or self.replicas)
         return f"{{{cluster}:0,[{parts}]}}"
 
 
@@ -430,12 +434,24 @@ def _hub_job(
             invalid = invalid or _err(
                 errors, obj, f"metadata.annotations[{ANN_NODES}]", f"not JSON: {exc}"
             )
+        mode = anns.get(ANN_FAILOVER, "")
         placement = Placement(
             cluster=cluster,
             generation=generation,
             nodes={str(k): str(v) for k, v in nodes.items()},
-            withdrawing=anns.get(ANN_FAILOVER, "") == WITHDRAWING,
+            withdrawing=mode in (WITHDRAWING, PREEMPTED),
+            preempted=mode == PREEMPTED,
         )
+        replicas = _placed_replicas(replicas, placement.nodes)
+    elastic = None
+    ep = pj.spec.elastic_policy
+    if placement is None and ep is not None and ep.min_replicas is not None:
+        others = sum(n for t, n in replicas if t.lower() != "worker")
+        top = ep.max_replicas if ep.max_replicas is not None else dict(replicas).get("Worker", 0)
+        elastic = (others + ep.min_replicas, others + top)
+        replicas = tuple((t, top if t.lower() == "worker" else n) for t, n in replicas)
+        if not any(t.lower() == "worker" for t, _ in replicas) and top:
+            replicas = (*replicas, ("Worker", top))
     mode = anns.get(ANN_FAILOVER, "")
     failed = tuple(c for c in anns.get(ANN_FAILED, "").split(",") if c)
     since = {k: _time(anns.get(k, ""), obj, k, errors) for k in (ANN_TROUBLE, ANN_FAILOVER_SINCE)}
@@ -455,7 +471,22 @@ def _hub_job(
         graceful_from=mode.removeprefix("graceful:") if mode.startswith("graceful:") else "",
         trouble_since=since[ANN_TROUBLE] if placement is not None else None,
         failover_since=since[ANN_FAILOVER_SINCE],
+        elastic=elastic,
     )
+
+
+def _placed_replicas(
+    replicas: tuple[tuple[str, int], ...], nodes: Mapping[str, str]
+) -> tuple[tuple[str, int], ...]:
+    """A placed job has the replicas it was placed with (an elastic job at the size the fleet
+    chose): those its reserved nodes name. Without reserved nodes, the spec's."""
+    if not nodes:
+        return replicas
+    counts: dict[str, int] = {}
+    for suffix in nodes:
+        rtype = suffix.rsplit("-", 1)[0]
+        counts[rtype] = counts.get(rtype, 0) + 1
+    return tuple((t, counts.get(t.lower(), 0)) for t, _ in replicas if counts.get(t.lower()))
 
 
 def _time(text: str, obj: str, key: str, errors: list[InputError]) -> datetime | None:
@@ -499,8 +530,18 @@ def _finished(raw: Mapping[str, Any], policy: Policy) -> str:
 
 
 def _fleet_pytorchjob(job: HubJob) -> dict[str, Any]:
-    """The job as the loader's gang: rigid at all replicas (the fleet places every pod)."""
+    """The job as the loader's gang: rigid at its replicas (placed: as placed), or, elastic and
+    not placed yet, from min to max pods at the sizes its ``size-policy`` allows (power-of-two
+    unless the hub job says otherwise)."""
     meta = job.raw.get("metadata") or {}
+    spec: dict[str, Any] = {"pytorchReplicaSpecs": {t: {"replicas": n} for t, n in job.replicas}}
+    anns: dict[str, str] = {}
+    if job.elastic is not None:
+        lo, hi = job.elastic
+        others = sum(n for t, n in job.replicas if t.lower() != "worker")
+        spec["elasticPolicy"] = {"minReplicas": lo - others, "maxReplicas": hi - others}
+        given = (meta.get("annotations") or {}).get(ANN_SIZE_POLICY)
+        anns[ANN_SIZE_POLICY] = str(given or "power-of-two")
     return {
         "apiVersion": KUBEFLOW_API,
         "kind": "PyTorchJob",
@@ -509,8 +550,9 @@ def _fleet_pytorchjob(job: HubJob) -> dict[str, Any]:
             "namespace": job.namespace,
             "uid": job.uid,
             "creationTimestamp": meta.get("creationTimestamp"),
+            "annotations": anns,
         },
-        "spec": {"pytorchReplicaSpecs": {t: {"replicas": n} for t, n in job.replicas}},
+        "spec": spec,
     }
 
 
@@ -780,17 +822,24 @@ class Dispatch:
     job: str  # hub job ns/name
     cluster: str
     nodes: Mapping[str, str]  # replica pod suffix -> member node
+    replicas: tuple[tuple[str, int], ...] = ()  # (type, count) placed; an elastic job's size
 
 
 @dataclass
 class PlanReading:
     dispatches: dict[str, Dispatch] = field(default_factory=dict)
+    withdrawals: dict[str, str] = field(default_factory=dict)  # placed hub job -> why
+    blocked: list[str] = field(default_factory=list)  # evictions the fleet cannot carry out
     placements: list[dict[str, Any]] = field(default_factory=list)  # the what-if contract
 
 
-def read_plan(fleet: FleetSnapshot, binds: Iterable[Any], rows: Iterable[Any]) -> PlanReading:
-    """Which member each queued job goes to (all of its pods bound in one member), and a
-    placement row per hub job: its member, or null with the reason it stays queued."""
+def read_plan(
+    fleet: FleetSnapshot, binds: Iterable[Any], rows: Iterable[Any], evictions: Iterable[Any] = ()
+) -> PlanReading:
+    """Which member each queued job goes to (all of its pods bound in one member, at the size
+    the plan gives it), which placed jobs are withdrawn to make room (the plan's job-level
+    evictions), and a placement row per hub job: its member, or null with the reason it stays
+    queued."""
     per_job: dict[str, dict[str, str]] = defaultdict(dict)
     clusters: dict[str, set[str]] = defaultdict(set)
     for b in binds:
@@ -799,22 +848,37 @@ def read_plan(fleet: FleetSnapshot, binds: Iterable[Any], rows: Iterable[Any]) -
             member, node = fleet.node_member[b.node]
             per_job[owner][suffix] = node
             clusters[owner].add(member)
+    rows = list(rows)
     reasons = {r.name: r.reason for r in rows}
+    planned = {r.name: r.planned for r in rows}
     out = PlanReading()
+    for ev in evictions:
+        job = fleet.jobs.get(ev.job)
+        p = job.placement if job is not None else None
+        if job is None or p is None or p.cluster not in fleet.reachable:
+            out.blocked.append(ev.job)  # not a copy the fleet can withdraw
+        elif not p.withdrawing:  # a job already being withdrawn is going anyway
+            out.withdrawals[ev.job] = ev.reason
     for key in sorted(fleet.jobs):
         job = fleet.jobs[key]
         cluster: str | None = None
         reason = ""
+        size = planned.get(key, 0)
         if job.invalid:
             reason = job.invalid
         elif job.finished:
             reason = f"finished: {job.finished}"
         elif job.placement is not None:
             cluster = job.placement.cluster
-            reason = "withdrawing (failover)" if job.placement.withdrawing else "dispatched"
-        elif len(clusters.get(key, ())) == 1 and len(per_job[key]) == len(job.suffixes()):
+            reason = "dispatched"
+            if key in out.withdrawals or job.placement.preempted:
+                reason = "withdrawing (preempted)"
+            elif job.placement.withdrawing:
+                reason = "withdrawing (failover)"
+        elif len(clusters.get(key, ())) == 1 and size > 0 and len(per_job[key]) == size:
             cluster = next(iter(clusters[key]))
-            out.dispatches[key] = Dispatch(key, cluster, dict(per_job[key]))
+            placed = _placed_replicas(job.replicas, per_job[key])
+            out.dispatches[key] = Dispatch(key, cluster, dict(per_job[key]), placed)
         else:
             reason = reasons.get(key) or "queued"
         out.placements.append({"job": key, "cluster": cluster, "reason": reason})

@@ -117,6 +117,7 @@ class PodSpec(_Obj):
 
 class PodStatus(_Obj):
     phase: str = "Pending"
+    nominated_node_name: str | None = Field(default=None, alias="nominatedNodeName")
 
 
 class PodObj(_Obj):

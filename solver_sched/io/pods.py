@@ -148,4 +148,5 @@ def pod_from(b: LoadContext, raw: dict[str, Any], nodes: dict[str, Node]) -> Pod
         topology=topology if not isinstance(topology, str) else None,
         terminating=p.metadata.deletion_timestamp is not None,
         uid=p.metadata.uid,
+        nominated=p.status.nominated_node_name or None,
     )

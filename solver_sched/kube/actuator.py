@@ -37,6 +37,9 @@ class Outcome:
     evicted: list[str] = field(default_factory=list)
     cancelled: list[str] = field(default_factory=list)  # queued binds taken back instead
     evict_blocked: dict[str, str] = field(default_factory=dict)  # job -> reason (PDB...)
+    # pod -> node: the binds of the jobs this cycle's evictions make room for (their pods get
+    # status.nominatedNodeName)
+    nominated: dict[str, str] = field(default_factory=dict)
     fenced: bool = False
 
 
@@ -78,6 +81,10 @@ class Actuator:
         by_job: dict[str, list[BindPod]] = defaultdict(list)
         for b in plan.binds:
             by_job[b.job].append(b)
+        freed = {p.node_name for name in out.evicted if (p := real.pods.get(name)) is not None}
+        for binds in by_job.values():  # the jobs this cycle's evictions make room for
+            if not out.evict_blocked and any(b.node in freed for b in binds):
+                out.nominated.update((b.pod, b.node) for b in binds)
         priority = {row.name: row.priority for row in plan.jobs}
         for job, binds in by_job.items():
             if not self.may_act():

@@ -267,6 +267,7 @@ class Controller(ControlLoop):
         status and eviction Events."""
         t = time.perf_counter()
         self.status.input_errors(snap.errors)
+        self.status.nominate(out.nominated)
         self.status.report(
             plan, snap, set(out.binding), set(out.evicted) | set(out.cancelled), out.deferred, now
         )

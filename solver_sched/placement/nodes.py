@@ -18,7 +18,8 @@ from solver_sched.domain import resources as res
 from solver_sched.domain.cluster import Pod
 from solver_sched.domain.snapshot import ClusterSnapshot
 
-PoolKey = tuple[object, str, int | None]  # (constraints+requests, cluster, class or None)
+Fence = tuple[str, tuple[str, ...]]  # (topology level key, domain): the nodes a pick may use
+PoolKey = tuple[object, str, int | None, Fence | None]  # (pod kind, cluster, class, fence)
 
 
 class _Pool:
@@ -54,6 +55,21 @@ class NodeState:
         self._feasible: dict[object, tuple[str, ...]] = {}
         self._pools: dict[PoolKey, _Pool] = {}
         self._pools_of: dict[str, list[_Pool]] = defaultdict(list)
+        self.fence: Fence | None = None  # while set, picks stay inside this topology domain
+        self._fences: dict[Fence, frozenset[str]] = {}
+        self._domain_gpus: dict[Fence, int] = {}  # free GPUs per tracked domain
+        self._fences_of: dict[str, list[Fence]] = defaultdict(list)
+
+    def track(self, members: Mapping[Fence, tuple[str, ...]]) -> None:
+        """Keep the free GPUs of these topology domains (their schedulable nodes)."""
+        for fence, nodes in members.items():
+            self._fences[fence] = frozenset(nodes)
+            self._domain_gpus[fence] = sum(max(0, self.free[n].get(res.GPU, 0)) for n in nodes)
+            for n in nodes:
+                self._fences_of[n].append(fence)
+
+    def domain_gpus(self, fence: Fence) -> int:
+        return self._domain_gpus.get(fence, 0)
 
     def feasible(self, pod: Pod) -> tuple[str, ...]:
         """Schedulable nodes whose labels/taints admit the pod and that could hold it empty."""
@@ -69,14 +85,18 @@ class NodeState:
         return self._feasible[key]
 
     def _pool(self, pod: Pod, cluster: str, cls: int | None) -> _Pool:
-        key: PoolKey = ((pod.constraints, res.key(pod.requests)), cluster, cls)
+        fence = self.fence
+        key: PoolKey = ((pod.constraints, res.key(pod.requests)), cluster, cls, fence)
         pool = self._pools.get(key)
         if pool is None:
             nodes = self.snapshot.nodes
+            inside = None if fence is None else self._fences.get(fence, frozenset())
             members = [
                 n
                 for n in self.feasible(pod)
-                if nodes[n].cluster == cluster and (cls is None or self.class_of.get(n) == cls)
+                if nodes[n].cluster == cluster
+                and (cls is None or self.class_of.get(n) == cls)
+                and (inside is None or n in inside)
             ]
             pool = self._pools[key] = _Pool(members, self.free)
             for n in members:
@@ -84,7 +104,8 @@ class NodeState:
         return pool
 
     def pick(self, pod: Pod, cluster: str, cls: int | None = None) -> str | None:
-        """Best fit for the pod in the cluster (and node class, when given), or None."""
+        """Best fit for the pod in the cluster (and node class, when given; inside the fence,
+        when one is set), or None."""
         pool = self._pool(pod, cluster, cls)
         need = pod.requests.get(res.GPU, 0)
         for level in sorted(g for g, b in pool.buckets.items() if g >= need and b):
@@ -107,5 +128,7 @@ class NodeState:
         gpus = self.free[node].get(res.GPU, 0)
         if self.snapshot.nodes[node].schedulable:
             self.gpus_free += max(0, gpus) - max(0, before)
+            for fence in self._fences_of.get(node, ()):
+                self._domain_gpus[fence] += max(0, gpus) - max(0, before)
         for pool in self._pools_of.get(node, ()):
             pool.move(node, gpus)

@@ -11,9 +11,11 @@ from solver_sched.domain import resources as res
 from solver_sched.domain.cluster import Pod
 from solver_sched.domain.quota import MAX_JOBS
 from solver_sched.domain.snapshot import ClusterSnapshot
+from solver_sched.domain.topology import Ask, Mode
 from solver_sched.formulation.problem import Problem
 from solver_sched.formulation.sizes import change_to
 from solver_sched.placement.nodes import NodeState
+from solver_sched.placement.topology import DomainIndex, place
 
 Chooser = Callable[[Pod, str], "str | None"]  # (pod, cluster) -> node
 
@@ -22,6 +24,10 @@ class PlanState:
     def __init__(self, snapshot: ClusterSnapshot, problem: Problem) -> None:
         self.snapshot, self.problem = snapshot, problem
         self.nodes = NodeState(snapshot, problem.class_of)
+        keys = {k for a in problem.asks.values() for k in (a.key, *a.broader)}
+        self.domains = DomainIndex(snapshot, problem.topology, keys)
+        self.nodes.track(self.domains.members)
+        self.prefer: dict[str, tuple[tuple[str, ...], ...]] = {}  # job -> domains to try first
         self.size = {jm.name: jm.current for jm in problem.jobs}
         self.placed: dict[str, str] = {}  # pending pod -> node
         self.evicted: set[str] = set()  # running pods the tentative plan evicts
@@ -181,11 +187,41 @@ class PlanState:
             if name in self.placed and name not in wanted:
                 self._unplace(name)
         clusters = [cluster] if cluster else (list(jm.clusters) or list(self.problem.clusters))
+        pick = chooser or self.nodes.pick
+        ask = self.problem.asks.get(jm.name)
+        first = self.prefer.get(jm.name, ())
         for k in clusters:
-            if self._bind_all(change.bind, k, chooser or self.nodes.pick):
+            if ask is None and self._bind_all(change.bind, k, pick):
+                return True
+            if ask is not None and self._place_in_topology(
+                ask, change.keep, change.bind, k, pick, first
+            ):
                 return True
         self.rollback(mark)
         return False
+
+    def _place_in_topology(
+        self,
+        ask: Ask,
+        keep: tuple[Pod, ...],
+        binds: tuple[Pod, ...],
+        cluster: str,
+        pick: Chooser,
+        first: tuple[tuple[str, ...], ...],
+    ) -> bool:
+        """The gang's new pods inside the domains its request allows (placement/topology.py);
+        a required gang that only shrinks must end in one domain."""
+        kept = [n for p in keep if (n := self.placed.get(p.name) or p.node_name) is not None]
+        if not binds:
+            found = self.domains.domains_of(ask.key, kept)
+            return ask.mode is Mode.PREFERRED or (len(found) <= 1 and None not in found)
+
+        def bind(pods: tuple[Pod, ...]) -> bool:
+            return self._bind_all(pods, cluster, pick)
+
+        return place(
+            self.nodes, self.domains, ask, binds, kept, bind, self.mark, self.rollback, first
+        )
 
     def _bind_all(self, pods: tuple[Pod, ...], cluster: str, chooser: Chooser) -> bool:
         mark = self.mark()

@@ -23,6 +23,7 @@ def pack(
     snapshot: ClusterSnapshot, problem: Problem, assignment: Assignment
 ) -> tuple[PlanState, list[str]]:
     st = PlanState(snapshot, problem)
+    st.prefer = dict(assignment.domains)  # the solver's domains, tried first
     budget: Counter[tuple[int, int]] = Counter()  # pods per (shape, class) the solver chose
     for (_job, sid, cid), n in assignment.counts.items():
         budget[(sid, cid)] += n

@@ -21,6 +21,8 @@ class Assignment:
 
     sizes: Mapping[str, int]
     counts: Mapping[tuple[str, int, int], int] = field(default_factory=dict)
+    # job -> the topology domains the solver put its new pods in, most pods first
+    domains: Mapping[str, tuple[tuple[str, ...], ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,9 @@ class Victims:
     """Who may be taken back for a starting gang, cheapest first, with a GPU pre-check so a gang
     that cannot fit even after every allowed victim is given up without trying placements."""
 
-    def __init__(self, st: PlanState, order: list[int]) -> None:
+    def __init__(self, st: PlanState, order: list[int], value_aware: bool = False) -> None:
         self.st = st
+        self.value_aware = value_aware
         jobs = st.problem.jobs
         low_first = list(reversed(order))
         self.shrinkable = [
@@ -211,6 +212,9 @@ class Victims:
 
         mark = st.mark()
         taken = 0
+        # value_aware: no victim that alone gives up as much guaranteed value as the start brings
+        # (with debt the refills bring more: greedy._refill settles that)
+        gain = start_gain(st, j, target) if self.value_aware and not debt else None
         still_blocked = bool(blocked)  # queue usage changes only when a victim is taken
         todo: Iterable[tuple[int, int, bool]] = ((v, size, False) for v, size in steps())
         while True:
@@ -225,6 +229,8 @@ class Victims:
                     break
                 if size >= st.size[jobs[v].name]:
                     continue
+                if gain is not None and take_loss(st, v, size) >= gain:
+                    continue  # too dear alone: in no set of victims worth taking
                 if not forced and not frees_a_slot(v, size):
                     deferred.append((v, size))
                     continue
@@ -254,6 +260,49 @@ class Victims:
             todo = [(v, size, True) for v, size in group] + rest
         st.rollback(mark)
         return False
+
+
+def start_gain(st: PlanState, j: int, target: int) -> int:
+    """The guaranteed-band value (rule 9) moving j to target adds: its guaranteed units, the
+    start bonus, the waiting bonus, and the GPUs of its queues' mins it covers."""
+    problem = st.problem
+    jm = problem.jobs[j]
+    now = jm.option(st.size[jm.name])
+    o = jm.option(target)
+    if o is None:
+        return 0
+    gain = jm.tier_weight * (o.guaranteed_units - (now.guaranteed_units if now else 0))
+    if jm.starting and not st.size[jm.name]:
+        gain += problem.gang_start * jm.tier_weight + problem.waiting_weight * jm.waiting_hours
+    more = o.guaranteed_gpus - (now.guaranteed_gpus if now else 0)
+    for r in st.rows_of.get(j, ()):
+        left = problem.quotas[r].min_gpus - st.covered[r]
+        if left > 0:
+            gain += problem.quota_min_weight * min(more, left)
+    return gain
+
+
+def take_loss(st: PlanState, v: int, size: int) -> int:
+    """The guaranteed-band value taking v down to size gives up: its guaranteed units, the
+    penalty for breaking a gang, and the GPUs of its queues' mins it stops covering. An elastic
+    shrink above the min gives up none."""
+    problem = st.problem
+    jm = problem.jobs[v]
+    now, after = jm.option(st.size[jm.name]), jm.option(size)
+    if now is None or after is None:
+        return 0
+    loss = jm.tier_weight * (now.guaranteed_units - after.guaranteed_units)
+    if size == 0 and jm.running_ok:
+        loss += problem.gang_break
+    drop = now.guaranteed_gpus - after.guaranteed_gpus
+    if drop:
+        for r in st.rows_of.get(v, ()):
+            floor = problem.quotas[r].min_gpus
+            if floor:
+                covered = st.covered[r]
+                lost = min(floor, covered) - min(floor, covered - drop)
+                loss += problem.quota_min_weight * lost
+    return loss
 
 
 def grouped(

@@ -66,3 +66,18 @@ def test_bad_member_argument(capsys: pytest.CaptureFixture[str], spec: str) -> N
 def test_missing_member_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     rc, _, err = run(capsys, FLEET / "hub.yaml", "--member", f"m1={tmp_path / 'nope.yaml'}")
     assert rc == 2 and "m1" in err
+
+
+def test_strict_exits_2_on_an_invalid_quantity_in_a_member(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A member node with a broken quantity: planned around by default, exit 2 with --strict."""
+    text = (FLEET / "member-1.yaml").read_text()
+    bad = tmp_path / "member-1.yaml"
+    bad.write_text(text.replace("nvidia.com/gpu: '8'", "nvidia.com/gpu: 'eight'", 1))
+    argv = [FLEET / "hub.yaml", "--member", f"member-1={bad}", *members("member-2"), "--now", NOW]
+    rc, out, _ = run(capsys, *argv)
+    assert rc == 0 and "team-a/train-1 -> member-2" in out and "m1-gpu-0" in out
+    rc, out, err = run(capsys, *argv, "--strict")
+    assert rc == 2 and out == ""
+    assert "m1-gpu-0" in err and "nvidia.com/gpu" in err

@@ -66,6 +66,7 @@ def test_models_present() -> None:
         "guaranteed-preempts-elastic",
         "cooldown",
         "quota-max-jobs",
+        "topology-rack",
     }
 
 
@@ -126,7 +127,10 @@ SEEDS = [
         "cooldown",
         NOW,
         {"default/elastic": 4},
-        {"default/elastic": "cooldown until 12:08:00"},
+        {
+            "default/elastic": "cooldown until 2026-01-01T12:08:00Z: resized at "
+            "2026-01-01T11:58:00Z, no scale-out before then"
+        },
         id="cooldown-locked",
     ),
     pytest.param(
@@ -138,6 +142,13 @@ SEEDS = [
         {"team-a/first": 4, "team-a/second": 0, "team-b/b-big": 4, "team-b/b-small": 0},
         {"team-a/second": "kube-queue/max-jobs", "team-b/b-small": "nvidia.com/gpu max 4"},
         id="quota-max-jobs",
+    ),
+    pytest.param(
+        "topology-rack",
+        NOW,
+        {"default/train-16": 2, "default/train-24": 0, "default/eval-4": 1},
+        {"default/train-24": "needs 24 GPUs in one rack: largest free rack has 8"},
+        id="topology-rack",
     ),
 ]
 
@@ -427,3 +438,29 @@ def test_scheduler_name_flag(capsys: pytest.CaptureFixture[str], tmp_path: Path)
     assert run_json(capsys, path, "--now", NOW)["jobs"] == []
     doc = run_json(capsys, path, "--now", NOW, "--scheduler-name", "custom")
     assert jobs_by_name(doc)["default/g"]["workers"] == 2
+
+
+@pytest.mark.parametrize(
+    ("bad", "needle"),
+    [
+        pytest.param([_bad_node()], "Node broken: status.allocatable.nvidia.com/gpu", id="node"),
+        pytest.param(_bad_podgroup(), "PodGroup default/bad", id="podgroup"),
+    ],
+)
+def test_strict_exits_2_on_any_input_error_and_prints_no_plan(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, bad: list[dict[str, Any]], needle: str
+) -> None:
+    """Without --strict the rest is planned (exit 0, the errors listed); with it, exit 2."""
+    path = write(tmp_path, node("n1", gpus=8), gang("good", 4), bad)
+    rc, out, err = run(capsys, path, "--now", NOW)
+    assert rc == 0 and "INPUT ERRORS (1)" in out and needle in out
+    rc, out, err = run(capsys, path, "--now", NOW, "--strict")
+    assert rc == 2
+    assert out == ""
+    assert needle in err and "--strict: 1 input error(s)" in err
+
+
+def test_strict_plans_a_clean_input(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = write(tmp_path, node("n1", gpus=8), gang("good", 4))
+    rc, out, _ = run(capsys, path, "--now", NOW, "--strict")
+    assert rc == 0 and "BINDS (4)" in out

@@ -46,3 +46,12 @@ def test_the_view_keeps_own_writes_until_the_watch_shows_them() -> None:
     assert view.overlay([stale]) == [mine]  # the watch is behind: our write counts
     assert view.overlay([mine]) == [mine]  # seen: forgotten
     assert view.overlay([stale]) == [stale]
+
+
+def test_the_fleet_cycle_has_its_own_budget_unless_the_config_sets_one() -> None:
+    from solver_sched.config.schema import SchedulerConfig, Settings
+    from solver_sched.fleet.controller import FLEET_CYCLE_SECONDS, fleet_config
+
+    assert fleet_config(SchedulerConfig()).settings.cycle_seconds == FLEET_CYCLE_SECONDS
+    own = SchedulerConfig(settings=Settings(cycle_seconds=2.5))
+    assert fleet_config(own).settings.cycle_seconds == 2.5

@@ -489,7 +489,21 @@ def test_bad_objects_get_events_and_the_rest_is_placed(fl: FleetTest) -> None:
     paths = (vap, vap.replace("policies", "policybindings"))
     for obj, path in zip(deny, paths, strict=True):
         m2.api.request("POST", path, body=obj)
+
+    def denied() -> bool:  # the API server applies a new policy after a moment
+        try:
+            m2.api.request(
+                "POST",
+                JOBS.format(ns="default"),
+                query={"dryRun": "All"},
+                body=pytorchjob("picky-probe", gpus=1),
+            )
+        except ApiError as exc:
+            return "picky jobs are not admitted here" in str(exc.body.get("message"))
+        return False
+
     try:
+        wait_for("the admission policy in force", denied, timeout=30)
         _join_all(fl)
         fl.hub.apply(
             {
@@ -585,7 +599,7 @@ def test_failover_timer_survives_a_fleet_restart(fl: FleetTest) -> None:
 
     from solver_sched.io.fleet_snapshot import ANN_TROUBLE
 
-    toleration = 10
+    toleration = 20
     _nodes(fl, "member-1", 1, gpus=8)
     _nodes(fl, "member-2", 1, gpus=8)
     _join_all(fl)
@@ -608,15 +622,16 @@ def test_failover_timer_survives_a_fleet_restart(fl: FleetTest) -> None:
     first_controller.shutdown()
     fl.started.remove(first_controller)
     fl.start(probe_interval=0.3)  # timers in memory would start again here
-    while fl.placement("timer") in (first, None) and time.monotonic() - stopped < 3 * toleration:
+    while fl.placement("timer") in (first, None) and time.monotonic() - stopped < 2 * toleration:
         assert fl.live_copies() <= 1
         time.sleep(0.2)
     took = time.monotonic() - stopped
     assert fl.placement("timer") == other
-    # tolerationSeconds + the new process's start (informers, member probes) + two cycles;
-    # restarting the timer would take at least toleration * 1.5
-    assert took < toleration * 1.5, f"failover took {took:.1f}s"
-    assert ANN_TROUBLE not in (fl.job("timer")["metadata"].get("annotations") or {})
+    # tolerationSeconds + the new process's start (informers, member probes) + two cycles, with
+    # 7 s to spare on a loaded machine; restarting the timer would take at least toleration * 1.5
+    assert took < toleration + 7, f"failover took {took:.1f}s"
+    # the new copy's timer: it may run while member-2's copy is not yet bound, never for long
+    wait_for("trouble cleared", lambda: not stamp(), timeout=15)
 
 
 def test_a_fleet_that_lost_its_lease_writes_nothing(fl: FleetTest) -> None:
@@ -649,3 +664,53 @@ def test_a_fleet_that_lost_its_lease_writes_nothing(fl: FleetTest) -> None:
     assert not controller.may_act()
     time.sleep(7)  # past the token the create waited for
     assert fl.copies("member-1") == []
+
+
+def test_a_high_priority_job_withdraws_a_lower_one_from_its_member(fl: FleetTest) -> None:
+    """One 8-GPU member runs a low-priority job of 2 x 4 GPUs; a high-priority job of the same
+    queue that fits nowhere else arrives. The low job is withdrawn (Preempted event, its copy
+    deleted, queued again with no member avoided), the high one is placed there and its pods
+    bound; the low one waits with its reason."""
+    _nodes(fl, "member-1", 1, gpus=8)
+    fl.fleet.join("member-1")
+    fl.hub.create(policy(purge=None))
+    fl.hub.create(pytorchjob("low", workers=1, gpus=4, priority_class="low"))
+    fl.start()
+    assert wait_for("low placed", lambda: fl.placement("low"), timeout=30) == "member-1"
+    wait_for("low bound", lambda: fl.member("member-1").bound("default", "low") == 2, 30)
+    fl.kubelet("member-1")
+    fl.hub.create(pytorchjob("high", workers=1, gpus=4, priority_class="high"))
+    assert wait_for("high placed", lambda: fl.placement("high"), timeout=40) == "member-1"
+    preempted = [m for r, m in fl.events("low") if r == "Preempted"]
+    # the withdrawal's own event; "copy ... gone: queued again" may be listed before it
+    assert any("withdrawn from member-1: preempted by default/high" in m for m in preempted)
+    wait_for(
+        "low's copy gone", lambda: not any(c.startswith("low") for c in fl.copies("member-1")), 30
+    )
+    wait_for("high bound", lambda: fl.member("member-1").bound("default", "high") == 2, 40)
+    wait_for("low queued", lambda: fl.placement("low") is None, 30)
+    anns = fl.job("low")["metadata"].get("annotations") or {}
+    assert "solver-sched.io/failed-clusters" not in anns
+    time.sleep(2)
+    assert fl.placement("low") is None  # no room while high runs: it waits
+    assert fl.condition("low").get("reason") == "Queued"
+
+
+def test_an_elastic_job_goes_out_at_a_power_of_two_size(fl: FleetTest) -> None:
+    """Master + 1..6 one-GPU workers, 6 GPUs free in the member: the copy is made with 3 workers
+    (4 pods, the largest power of two that fits), the operator creates 4 pods and they bind."""
+    _nodes(fl, "member-1", 1, gpus=8)
+    fl.member("member-1").create(pod("other", "gpu-0", gpus=2))
+    fl.fleet.join("member-1")
+    fl.hub.create(policy(purge=None))
+    job = pytorchjob("elastic", workers=6, gpus=1)
+    job["spec"]["elasticPolicy"] = {"minReplicas": 1, "maxReplicas": 6}
+    fl.hub.create(job)
+    fl.start()
+    assert wait_for("placed", lambda: fl.placement("elastic"), timeout=30) == "member-1"
+    copy = wait_for("copy", lambda: fl.copies("member-1"), timeout=30)[0]
+    spec = fl.member("member-1").api.get(f"{JOBS.format(ns='default')}/{copy}")["spec"]
+    assert spec["pytorchReplicaSpecs"]["Worker"]["replicas"] == 3
+    wait_for("4 pods bound", lambda: fl.member("member-1").bound("default", copy) == 4, 40)
+    text = "Binding has been scheduled successfully. Result: {member-1:0,[{master 1} {worker 3}]}"
+    assert ("ScheduleBindingSucceed", text) in fl.events("elastic")

@@ -18,15 +18,27 @@ API = "scheduling.k8s.io/v1beta1"
 GROUP = {"apiVersion": API, "kind": "PodGroup", "metadata": {"namespace": "default"}}
 
 
-def _workload_gang(kube: Kube, name: str, pods: int, priority_class: str = "low") -> None:
+def _workload_gang(
+    kube: Kube,
+    name: str,
+    pods: int,
+    priority_class: str = "low",
+    topology_key: str = "",
+    gpus: int = 1,
+) -> None:
     """What a workload controller makes: the Workload, a PodGroup from its template, the pods."""
     gang = {"gang": {"minCount": pods}}
+    constraints = (
+        {"schedulingConstraints": {"topology": [{"key": topology_key}]}} if topology_key else {}
+    )
     kube.create(
         {
             "apiVersion": API,
             "kind": "Workload",
             "metadata": {"name": name, "namespace": "default"},
-            "spec": {"podGroupTemplates": [{"name": "workers", "schedulingPolicy": gang}]},
+            "spec": {
+                "podGroupTemplates": [{"name": "workers", "schedulingPolicy": gang, **constraints}]
+            },
         }
     )
     kube.create(
@@ -37,6 +49,7 @@ def _workload_gang(kube: Kube, name: str, pods: int, priority_class: str = "low"
             "spec": {
                 "workloadRef": {"workloadName": name, "templateName": "workers"},
                 "schedulingPolicy": gang,
+                **constraints,
             },
         }
     )
@@ -47,6 +60,7 @@ def _workload_gang(kube: Kube, name: str, pods: int, priority_class: str = "low"
                 group=f"{name}-workers",
                 group_api="scheduling.k8s.io",
                 priority_class=priority_class,
+                gpus=gpus,
             )
         )
 
@@ -96,3 +110,29 @@ def test_a_preempted_1_37_gang_gets_its_disruption_target(
     )
     assert disrupted["status"] == "True" and disrupted["reason"] == "PreemptionByScheduler"
     assert "default/high-workers" in disrupted["message"]
+
+
+def test_a_1_37_topology_constraint_keeps_the_gang_in_one_rack(
+    kube: Kube, start_controller: Callable[..., Controller]
+) -> None:
+    """schedulingConstraints.topology as the 1.37 API server stores it: the gang of two 4-GPU pods
+    goes to the rack that holds both, not to the best-fit nodes of two racks."""
+    priority_classes(kube)
+    rack = "example.com/rack"
+    kube.create(m.node("r1-a", gpus=4, labels={rack: "r1"}))
+    kube.create(m.node("r2-a", gpus=4, labels={rack: "r2"}))
+    kube.create(m.node("r2-b", gpus=8, labels={rack: "r2"}))
+    _workload_gang(kube, "wide", 2, topology_key=rack, gpus=4)
+    stored = kube.get(GROUP, "wide-workers")["spec"]["schedulingConstraints"]
+    assert stored == {"topology": [{"key": rack}]}  # kept by 1.37 with the gate on
+    _workload_gang(kube, "huge", 2, topology_key=rack, gpus=8)
+    start_controller()
+    wait_for("wide bound", lambda: kube.bound("default", "wide-") == 2)
+    nodes = {n for p, n in kube.pods("default").items() if p.startswith("wide-") and n}
+    assert nodes <= {"r2-a", "r2-b"}, nodes
+    waiting = wait_for(
+        "huge's PodGroupInitiallyScheduled",
+        lambda: _condition(kube, "huge-workers", "PodGroupInitiallyScheduled"),
+    )
+    assert waiting["status"] == "False"
+    assert "needs 16 GPUs in one rack" in waiting["message"], waiting["message"]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from solver_sched.io import files
 from solver_sched.io.files import InputFileError, load_objects
 
 NODE = "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n"
@@ -101,7 +102,7 @@ def test_a_list_kind_without_items_is_kept_as_an_object(tmp_path: Path) -> None:
             id="invalid-yaml",
         ),
         pytest.param(
-            "bad.json", '{"kind": "Node", "metadata": ', "not valid YAML", id="truncated-json"
+            "bad.json", '{"kind": "Node", "metadata": ', "not valid JSON", id="truncated-json"
         ),
         pytest.param("tabs.yaml", "kind: Node\n\tmetadata: x\n", "not valid YAML", id="tab-indent"),
         pytest.param("scalar.yaml", "hello world\n", "found a str", id="plain-text"),
@@ -120,6 +121,55 @@ def test_unreadable_content_raises_input_file_error_naming_the_path(
         load_objects([path])
     assert str(path) in str(exc.value)
     assert needle in str(exc.value)
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "where", "needle"),
+    [
+        pytest.param(
+            "flow.yaml",
+            "kind: Node\nmetadata:\n  name: a\n  labels: [x\n",
+            ":5:1:",
+            "while parsing a flow sequence started at 4:11",
+            id="unclosed-flow",
+        ),
+        pytest.param(
+            "tabs.yaml", "kind: Node\n\tmetadata: x\n", ":2:1:", "tab character", id="tab"
+        ),
+        pytest.param(
+            "two.yaml",
+            "kind: Node\nmetadata: {name: a}\n---\nkind: Pod\nmetadata: {name: [b}\n",
+            ":5:20:",
+            "did not find expected",
+            id="second-document",
+        ),
+    ],
+)
+def test_yaml_errors_name_file_line_and_column(
+    tmp_path: Path, name: str, text: str, where: str, needle: str
+) -> None:
+    """FILE:LINE:COLUMN as editors and compilers write it, not PyYAML's "<unicode string>"."""
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(InputFileError) as exc:
+        load_objects([path])
+    message = str(exc.value)
+    assert message.startswith(f"{path}{where} not valid YAML: "), message
+    assert needle in message
+    assert "<unicode string>" not in message
+
+
+@pytest.mark.parametrize("chunk", [1 << 24, 5, 16])
+def test_json_errors_name_the_line_and_column_across_chunks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int
+) -> None:
+    """The JSON reader reads in chunks: the position is the file's, not the chunk's."""
+    monkeypatch.setattr(files, "CHUNK", chunk)
+    path = tmp_path / "dump.json"
+    path.write_text('{"kind": "List",\n "items": [\n  {"kind": "Node"} {"kind": "Pod"}\n ]}\n')
+    with pytest.raises(InputFileError) as exc:
+        load_objects([path])
+    assert str(exc.value) == f"{path}:3:20: not valid JSON: Expecting ',', found '{{'"
 
 
 def test_missing_file_raises_input_file_error_naming_the_path(tmp_path: Path) -> None:

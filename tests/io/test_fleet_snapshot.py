@@ -9,7 +9,6 @@ from typing import Any
 
 from solver_sched.config.schema import SchedulerConfig
 from solver_sched.cycle import CycleResult, run_cycle
-from solver_sched.fleet.controller import fleet_config
 from solver_sched.io.fleet_snapshot import (
     ANN_CLUSTER,
     ANN_FAILED,
@@ -33,11 +32,11 @@ def plan(
     hub: list[dict[str, Any]], *members: MemberState
 ) -> tuple[FleetSnapshot, CycleResult, dict[str, str | None], dict[str, str]]:
     fleet = build_fleet(hub, list(members))
-    config = fleet_config(SchedulerConfig())
+    config = SchedulerConfig()
     result = run_cycle(fleet.snapshot, config, NOW, "cpsat")
     assert result.violations == []
-    assert check(fleet.snapshot, result.plan, NOW, False, False) == []
-    reading = read_plan(fleet, result.plan.binds, result.plan.jobs)
+    assert check(fleet.snapshot, result.plan, NOW, True, True) == []
+    reading = read_plan(fleet, result.plan.binds, result.plan.jobs, result.plan.evictions)
     where = {p["job"]: p["cluster"] for p in reading.placements}
     why = {p["job"]: p["reason"] for p in reading.placements}
     return fleet, result, where, why
@@ -264,3 +263,102 @@ def test_a_kept_cache_gives_the_same_snapshot_and_sees_every_change() -> None:
     assert pod_affinity != first.snapshot.pods["default/j-master-0"].constraints
     build(hub, [])
     assert all(key[1] != "m1" for key in cache.entries if key[0] in ("node", "pod"))
+
+
+def _reading(hub: list[dict[str, Any]], *members: MemberState, **settings: Any):  # type: ignore[no-untyped-def]
+    from solver_sched.config.schema import Settings
+
+    fleet = build_fleet(hub, list(members))
+    config = SchedulerConfig(settings=Settings(**settings))
+    result = run_cycle(fleet.snapshot, config, NOW, "cpsat")
+    s = config.settings
+    assert check(fleet.snapshot, result.plan, NOW, s.priority_preemption, s.queue_reclaim) == []
+    p = result.plan
+    return read_plan(fleet, p.binds, p.jobs, p.evictions)
+
+
+def _low_placed_high_queued(high_ns: str = "default") -> list[dict[str, Any]]:
+    low = pytorchjob("low", masters=1, workers=1, gpus=4, priority_class="low")
+    placed(low, "m1", {"master-0": "a", "worker-0": "a"})
+    high = pytorchjob("high", high_ns, masters=1, workers=1, gpus=4, priority_class="high")
+    return [
+        policy(),
+        policy(namespace="team-b"),
+        priority_class("high", 1000),
+        priority_class("low", 0),
+        low,
+        high,
+    ]
+
+
+def test_a_high_priority_job_that_fits_nowhere_withdraws_a_lower_one_of_its_queue() -> None:
+    reading = _reading(_low_placed_high_queued(), MemberState("m1", [node("a")]))
+    assert set(reading.withdrawals) == {"default/low"}
+    assert reading.dispatches["default/high"].cluster == "m1"
+    rows = {p["job"]: p["reason"] for p in reading.placements}
+    assert rows["default/low"] == "withdrawing (preempted)"
+
+
+def test_priority_alone_never_withdraws_across_queues_nor_with_preemption_off() -> None:
+    tree = quota_tree()
+    tree["spec"]["root"]["children"].append(
+        {"name": "team-b", "namespaces": ["team-b"], "max": {}, "min": {}}
+    )
+    across = _reading([*_low_placed_high_queued("team-b"), tree], MemberState("m1", [node("a")]))
+    assert across.withdrawals == {} and across.dispatches == {}
+    off = _reading(
+        _low_placed_high_queued(), MemberState("m1", [node("a")]), priority_preemption=False
+    )
+    assert off.withdrawals == {} and off.dispatches == {}
+
+
+def test_a_job_being_withdrawn_is_not_withdrawn_twice_and_frees_its_room() -> None:
+    """Its copy is being deleted: the plan may count on its room (it is going), and places the
+    next job there, with no second withdrawal."""
+    from solver_sched.io.fleet_snapshot import ANN_FAILOVER, PREEMPTED
+
+    hub = _low_placed_high_queued()
+    hub[4]["metadata"]["annotations"][ANN_FAILOVER] = PREEMPTED
+    reading = _reading(hub, MemberState("m1", [node("a")]))
+    assert reading.withdrawals == {}
+    assert reading.dispatches["default/high"].cluster == "m1"
+
+
+def _elastic(name: str, lo: int, hi: int, **kw: Any) -> dict[str, Any]:
+    job = pytorchjob(name, masters=1, workers=hi, gpus=1, **kw)
+    job["spec"]["elasticPolicy"] = {"minReplicas": lo, "maxReplicas": hi}
+    return job
+
+
+def test_an_elastic_hub_job_goes_out_at_a_power_of_two_size() -> None:
+    """Master + 1..6 workers (2..7 pods), 5 GPUs free: placed at 4 pods (master + 3 workers),
+    the largest power of two that fits, not held back for 7 and not at 5."""
+    m1 = MemberState("m1", [node("a", gpus=5)])
+    reading = _reading([policy(), _elastic("e", 1, 6)], m1)
+    d = reading.dispatches["default/e"]
+    assert d.replicas == (("Master", 1), ("Worker", 3))
+    assert sorted(d.nodes) == ["master-0", "worker-0", "worker-1", "worker-2"]
+    any_size = _elastic("any", 1, 6, annotations={"solver-sched.io/size-policy": "any"})
+    assert _reading([policy(), any_size], m1).dispatches["default/any"].replicas == (
+        ("Master", 1),
+        ("Worker", 4),
+    )
+    too_small = MemberState("m1", [node("a", gpus=1)])
+    assert _reading([policy(), _elastic("e", 1, 6)], too_small).dispatches == {}
+
+
+def test_a_placed_elastic_job_keeps_the_size_it_was_placed_at() -> None:
+    """Its replicas are those its reserved nodes name: the copy is made at that size and the
+    binding result says so."""
+    from solver_sched.fleet.dispatch import copy_body
+
+    job = _elastic("e", 1, 6)
+    placed(job, "m1", {"master-0": "a", "worker-0": "a", "worker-1": "a", "worker-2": "a"})
+    fleet = build_fleet([policy(), job], [MemberState("m1", [node("a")])])
+    hub = fleet.jobs["default/e"]
+    assert hub.replicas == (("Master", 1), ("Worker", 3)) and hub.elastic is None
+    assert fleet.snapshot.jobs["default/e"].min_pods == fleet.snapshot.jobs["default/e"].max_pods
+    body = copy_body(hub, 1)
+    assert body["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == 3
+    assert body["spec"]["elasticPolicy"] == {"minReplicas": 1, "maxReplicas": 6}
+    assert hub.result_text("m1") == "{m1:0,[{master 1} {worker 3}]}"

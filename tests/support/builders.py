@@ -33,7 +33,8 @@ def snapshot(*groups: dict[str, Any] | list[dict[str, Any]]) -> ClusterSnapshot:
 
 
 def config(**settings: Any) -> SchedulerConfig:
-    base = {"time_limit_seconds": 10.0, "workers": 1, "random_seed": 0}
+    # the cycle budget as long as the search limit: rule tests search until the optimum
+    base = {"time_limit_seconds": 10.0, "cycle_seconds": 10.0, "workers": 1, "random_seed": 0}
     base.update(settings)
     return SchedulerConfig(settings=Settings(**base))
 

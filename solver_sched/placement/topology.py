@@ -1,0 +1,149 @@
+"""Topology domains in the tentative plan: which domain each node is in, the free GPUs of each
+domain, and placing a gang's new pods so that a required gang stays in one domain and a preferred
+one spans as few as it can.
+
+The domain choice is Kueue TAS's BestFit (``docs/topology.md``): among the domains of the level
+that can hold the whole gang, the one with the least room; a preferred gang that fits no domain of
+its level tries the broader levels in turn, then fills the domains with the most room first. Greedy
+and the packer both place through it, so every candidate plan keeps required topology.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+
+from solver_sched.domain import resources as res
+from solver_sched.domain.cluster import Pod
+from solver_sched.domain.snapshot import ClusterSnapshot
+from solver_sched.domain.topology import Ask, DomainId, Mode, Topology
+from solver_sched.placement.nodes import Fence, NodeState
+
+Bind = Callable[[tuple[Pod, ...]], bool]  # binds these pods all or nothing (rolled back if not)
+
+
+class DomainIndex:
+    """Per level key: each schedulable node's domain, and each domain's nodes."""
+
+    def __init__(self, snapshot: ClusterSnapshot, topology: Topology, keys: Iterable[str]) -> None:
+        self.topology = topology
+        self.of: dict[str, dict[str, DomainId]] = {}
+        self.members: dict[Fence, tuple[str, ...]] = {}
+        for key in sorted(set(keys)):
+            of: dict[str, DomainId] = {}
+            groups: dict[DomainId, list[str]] = {}
+            for name in sorted(snapshot.nodes):
+                node = snapshot.nodes[name]
+                if not node.schedulable:
+                    continue
+                d = topology.domain_of(node.labels, key)
+                if d is not None:
+                    of[name] = d
+                    groups.setdefault(d, []).append(name)
+            self.of[key] = of
+            for d, nodes in groups.items():
+                self.members[(key, d)] = tuple(nodes)
+
+    def domains(self, key: str) -> list[DomainId]:
+        return sorted({d for (k, d) in self.members if k == key})
+
+    def domains_of(self, key: str, nodes: Iterable[str]) -> set[DomainId | None]:
+        of = self.of.get(key, {})
+        return {of.get(n) for n in nodes}
+
+
+def place(
+    nodes: NodeState,
+    index: DomainIndex,
+    ask: Ask,
+    binds: tuple[Pod, ...],
+    kept: Sequence[str],
+    bind: Bind,
+    mark: Callable[[], int],
+    rollback: Callable[[int], None],
+    first: Sequence[DomainId] = (),
+) -> bool:
+    """Bind the gang's new pods honouring its request; ``kept``: the nodes of its kept pods;
+    ``first``: domains of its level to try first (the solver's choice, most pods first).
+    All or nothing: what a failed attempt placed is rolled back before the next."""
+    gpus = sum(p.requests.get(res.GPU, 0) for p in binds)
+    found = index.domains_of(ask.key, kept)
+    held = [d for d in found if d is not None]
+    whole = len(found) == len(held) == 1  # the kept pods sit in one domain
+    if ask.mode is Mode.REQUIRED:
+        if kept and not whole:
+            return False  # already split (or on a node outside every domain): no growth
+        candidates = held if held else _first(first, _best_fit(nodes, index, ask.key, gpus))
+        return any(_fenced(nodes, (ask.key, d), bind, binds) for d in candidates)
+    if whole and _fenced(nodes, (ask.key, held[0]), bind, binds):
+        return True
+    if first:  # the solver's domains: one, or filled in its order
+        m = mark()
+        if len(first) == 1 and _fenced(nodes, (ask.key, first[0]), bind, binds):
+            return True
+        if len(first) > 1 and _fill_in(nodes, ask.key, list(first), binds, bind):
+            return True
+        rollback(m)
+    for key in (ask.key, *ask.broader):
+        for d in _best_fit(nodes, index, key, gpus):
+            if key == ask.key:
+                if _fenced(nodes, (key, d), bind, binds):
+                    return True
+            else:
+                m = mark()
+                if _fill(nodes, index, ask.key, index.members[(key, d)], binds, bind):
+                    return True
+                rollback(m)
+    m = mark()
+    if _fill(nodes, index, ask.key, None, binds, bind):
+        return True
+    rollback(m)
+    return False
+
+
+def _first(first: Sequence[DomainId], rest: list[DomainId]) -> list[DomainId]:
+    return [*first, *(d for d in rest if d not in first)]
+
+
+def _best_fit(nodes: NodeState, index: DomainIndex, key: str, gpus: int) -> list[DomainId]:
+    """Domains of the level with room for ``gpus``, the least room first (BestFit)."""
+    room = [(nodes.domain_gpus((key, d)), d) for d in index.domains(key)]
+    return [d for g, d in sorted(room) if g >= gpus]
+
+
+def _fenced(nodes: NodeState, fence: Fence, bind: Bind, pods: tuple[Pod, ...]) -> bool:
+    old = nodes.fence
+    nodes.fence = fence
+    try:
+        return bind(pods)
+    finally:
+        nodes.fence = old
+
+
+def _fill(
+    nodes: NodeState,
+    index: DomainIndex,
+    key: str,
+    within: Sequence[str] | None,
+    binds: tuple[Pod, ...],
+    bind: Bind,
+) -> bool:
+    """Bind pod by pod into the domains of ``key`` (inside ``within`` when given) with the most
+    room first, moving on only when one is full: few domains, as Kueue distributes a gang."""
+    allowed = None if within is None else set(within)
+    order = sorted(
+        (d for d in index.domains(key) if allowed is None or _inside(index, key, d, allowed)),
+        key=lambda d: (-nodes.domain_gpus((key, d)), d),
+    )
+    return _fill_in(nodes, key, order, binds, bind)
+
+
+def _fill_in(
+    nodes: NodeState, key: str, order: list[DomainId], binds: tuple[Pod, ...], bind: Bind
+) -> bool:
+    """Each pod into the first domain of ``order`` that takes it."""
+    return all(any(_fenced(nodes, (key, d), bind, (pod,)) for d in order) for pod in binds)
+
+
+def _inside(index: DomainIndex, key: str, d: DomainId, allowed: set[str]) -> bool:
+    members = index.members[(key, d)]
+    return bool(members) and members[0] in allowed

@@ -1,0 +1,93 @@
+"""The topology rule's rows and terms alone (rules/topology.py): each test fails when the row or
+term it names is removed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from solver_sched.domain.topology import HOSTNAME
+from solver_sched.formulation.rules import gang, topology
+from solver_sched.io import manifests as m
+from tests.support.builders import snapshot
+from tests.support.rule_model import RuleModel, rule_model
+
+RACK, BLOCK = "example.com/rack", "example.com/block"
+REQ = {"kueue.x-k8s.io/podset-required-topology": RACK}
+PREF = {"kueue.x-k8s.io/podset-preferred-topology": RACK}
+
+
+def _cluster(*objs: Any) -> RuleModel:
+    """Block b1: rack r1 (node a), rack r2 (node b); block b2: rack r3 (node c); 4 GPUs each."""
+    where = {"a": ("b1", "r1"), "b": ("b1", "r2"), "c": ("b2", "r3")}
+    nodes = [m.node(n, gpus=4, labels={BLOCK: b, RACK: r}) for n, (b, r) in where.items()]
+    snap = snapshot(nodes, m.kueue_topology("dc", [BLOCK, RACK, HOSTNAME]), *objs)
+    return rule_model(snap, gang.add, topology.add)
+
+
+def _split(rm: RuleModel, job: str, racks: dict[str, str]) -> dict[str, int]:
+    """The gang's two pods in the classes of nodes ``racks`` (domain -> node), domain vars set."""
+    sid = rm.problem.shape_of[f"default/{job}-worker-0"]
+    out = {f"y[default/{job},2]": 1}
+    for d, n in racks.items():
+        out[rm.x(f"default/{job}-worker-0", n)] = 1
+        out[f"zt[default/{job},{sid},{d}]"] = 1
+        out[f"d[default/{job},{d}]"] = 1
+    return out
+
+
+def test_a_required_gang_in_two_racks_breaks_one_domain() -> None:
+    rm = _cluster(m.gang("g", 2, gpus=4, annotations=REQ))
+    split = _split(rm, "g", {"b1/r1": "a", "b1/r2": "b"})
+    assert "one_domain[default/g]" in rm.violated(split)
+    one = {k: v for k, v in split.items() if "b1/r2" not in k and "x[" not in k}
+    sid = rm.problem.shape_of["default/g-worker-0"]
+    one[f"zt[default/g,{sid},b1/r1]"] = 2
+    one[rm.x("default/g-worker-0", "a")] = 2
+    assert "one_domain[default/g]" not in rm.violated(one)
+
+
+def test_pods_counted_in_a_domain_need_its_choice_and_its_classes() -> None:
+    rm = _cluster(m.gang("g", 2, gpus=4, annotations=REQ))
+    sid = rm.problem.shape_of["default/g-worker-0"]
+    no_choice = {"y[default/g,2]": 1, f"zt[default/g,{sid},b1/r1]": 2, "d[default/g,b1/r2]": 1}
+    no_choice[rm.x("default/g-worker-0", "a")] = 2
+    assert f"in_domain[default/g,{sid},b1/r1]" in rm.violated(no_choice)
+    elsewhere = {"y[default/g,2]": 1, f"zt[default/g,{sid},b1/r1]": 2, "d[default/g,b1/r1]": 1}
+    elsewhere[rm.x("default/g-worker-0", "c")] = 2  # the pods sit in r3's class
+    assert f"domain_supply[{sid},b1/r1]" in rm.violated(elsewhere)
+    missing = {"y[default/g,2]": 1, "d[default/g,b1/r1]": 1}
+    missing[rm.x("default/g-worker-0", "a")] = 2
+    assert f"place_domain[default/g,{sid}]" in rm.violated(missing)
+
+
+def test_a_preferred_gang_pays_per_rack_and_per_block() -> None:
+    rm = _cluster(m.gang("p", 2, gpus=4, annotations=PREF))
+    w = rm.problem.spread_weight
+    assert w > 0
+    same_block = _split(rm, "p", {"b1/r1": "a", "b1/r2": "b"}) | {"b[default/p,b1]": 1}
+    two_blocks = _split(rm, "p", {"b1/r1": "a", "b2/r3": "c"})
+    two_blocks |= {"b[default/p,b1]": 1, "b[default/p,b2]": 1}
+    assert rm.violated(same_block) == [] and rm.violated(two_blocks) == []
+    assert rm.terms(same_block)["topology_spread"] == -(2 * w * 2 + w)
+    assert rm.terms(two_blocks)["topology_spread"] == -(2 * w * 2 + 2 * w)
+    one = {k: v for k, v in same_block.items() if "b1/r2" not in k}
+    assert rm.terms(one)["topology_spread"] == -(2 * w + w)
+    lying = {k: v for k, v in two_blocks.items() if k != "b[default/p,b2]"}
+    assert "above[default/p,b2/r3]" in rm.violated(lying)
+
+
+def test_a_free_rack_kept_whole_is_rewarded_and_cannot_be_claimed_while_used() -> None:
+    rm = _cluster(m.gang("g", 1, gpus=4, annotations=REQ))
+    f = rm.problem.fragmentation_weight
+    sid = rm.problem.shape_of["default/g-worker-0"]
+    in_r1 = {
+        "y[default/g,1]": 1,
+        rm.x("default/g-worker-0", "a"): 1,
+        f"zt[default/g,{sid},b1/r1]": 1,
+        "d[default/g,b1/r1]": 1,
+    }
+    keep = in_r1 | {"e[b1/r2]": 1, "e[b2/r3]": 1, "e[b2]": 1}
+    assert rm.violated(keep) == []
+    assert rm.terms(keep)["fragmentation"] == f * (4 + 4 + 4)
+    assert "whole[b1/r1]" in rm.violated(in_r1 | {"e[b1/r1]": 1})
+    assert "whole[b1]" in rm.violated(in_r1 | {"e[b1]": 1})

@@ -1,0 +1,98 @@
+"""Topology through the whole cycle: a required gang lands in one domain on every backend (or
+waits with the topology reason), a preferred one spans the fewest domains, and a required gang is
+never grown or shrunk into a split."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from solver_sched.config.schema import SchedulerConfig, Settings, TopologyConfig
+from solver_sched.cycle import run_cycle
+from solver_sched.domain.topology import HOSTNAME
+from solver_sched.io import manifests as m
+from tests.support.builders import NOW, other, snapshot, workers_after
+
+RACK, BLOCK = "example.com/rack", "example.com/block"
+LEVELS = (BLOCK, RACK, HOSTNAME)
+REQ = {"kueue.x-k8s.io/podset-required-topology": RACK}
+PREF = {"kueue.x-k8s.io/podset-preferred-topology": RACK}
+BACKENDS = ("cpsat", "milp", "greedy")
+
+
+def cfg(**weights: Any) -> SchedulerConfig:
+    return SchedulerConfig.model_validate(
+        {
+            "settings": Settings(time_limit_seconds=10, workers=1, random_seed=0).model_dump(),
+            "weights": weights,
+            "topology": TopologyConfig(levels=LEVELS).model_dump(by_alias=True),
+        }
+    )
+
+
+def racks(layout: dict[str, tuple[str, str]], gpus: int = 4) -> list[dict[str, Any]]:
+    return [m.node(n, gpus=gpus, labels={BLOCK: b, RACK: r}) for n, (b, r) in layout.items()]
+
+
+def domains_of(snap: Any, plan: Any, job: str, key: str = RACK) -> set[tuple[str, str]]:
+    nodes = {b.node for b in plan.binds if b.job == job}
+    return {(snap.nodes[n].labels[BLOCK], snap.nodes[n].labels[key]) for n in nodes}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_required_gang_goes_to_the_one_rack_that_holds_it(backend: str) -> None:
+    # r1 has 2 + 4 free GPUs (one node half used), r2 4 + 4: best fit per node would split
+    layout = {"a": ("b1", "r1"), "b": ("b1", "r1"), "c": ("b1", "r2"), "d": ("b1", "r2")}
+    snap = snapshot(racks(layout), other("sys", "a", 2), m.gang("g", 4, gpus=2, annotations=REQ))
+    result = run_cycle(snap, cfg(), NOW, backend)
+    assert not result.violations
+    assert workers_after(snap, result.plan)["default/g"] == 4
+    assert domains_of(snap, result.plan, "default/g") == {("b1", "r2")}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_required_gang_no_rack_holds_waits_with_the_topology_reason(backend: str) -> None:
+    layout = {"a": ("b1", "r1"), "b": ("b1", "r1"), "c": ("b1", "r2")}
+    snap = snapshot(racks(layout), m.gang("g", 3, gpus=4, annotations=REQ))
+    result = run_cycle(snap, cfg(), NOW, backend)
+    assert not result.plan.binds
+    row = next(j for j in result.plan.jobs if j.name == "default/g")
+    assert row.reason == "needs 12 GPUs in one rack: largest free rack has 8"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_preferred_gang_that_fits_no_rack_stays_in_one_block(backend: str) -> None:
+    layout = {
+        "a": ("b1", "r1"),
+        "b": ("b1", "r2"),
+        "c": ("b2", "r3"),
+        "d": ("b2", "r4"),
+        "e": ("b2", "r4"),
+    }
+    snap = snapshot(racks(layout), m.gang("g", 3, gpus=4, annotations=PREF))
+    result = run_cycle(snap, cfg(), NOW, backend)
+    assert not result.violations
+    assert workers_after(snap, result.plan)["default/g"] == 3
+    used = domains_of(snap, result.plan, "default/g")
+    assert {b for b, _ in used} == {"b2"} and len(used) == 2  # 3 pods: r3 + r4, not across blocks
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_required_elastic_gang_grows_only_inside_its_rack(backend: str) -> None:
+    layout = {"a": ("b1", "r1"), "b": ("b1", "r2"), "c": ("b1", "r2")}
+    snap = snapshot(
+        racks(layout),
+        m.gang(
+            "e",
+            3,
+            gpus=4,
+            min_member=1,
+            max_member=3,
+            running_on=["a"],
+            annotations=REQ,
+        ),
+    )
+    result = run_cycle(snap, cfg(), NOW, backend)
+    assert not result.violations
+    assert workers_after(snap, result.plan)["default/e"] == 1  # r1 is full: no growth into r2
