@@ -44,7 +44,8 @@ from solver_sched.solvers.result import Assignment, SolveStats, SolveStatus
 BACKENDS = ("cpsat", "milp", "greedy")
 GUIDED = "lp-greedy"  # greedy starting gangs in the order of the LP relaxation (solvers/lp.py)
 VALUE_AWARE = "value-greedy"  # greedy taking no victim worth as much as the start (victims.py)
-VALUE_AWARE_JOBS = 8000  # jobs in the model up to which the value-aware candidate is tried
+NO_SEARCH_BELOW = 0.1  # of the budget: with less left the model is not even translated
+VARIANTS = 0.5  # of a cycle's budget: greedy's other candidates end by then (docs/formulation.md)
 
 
 @dataclass
@@ -129,21 +130,32 @@ def _cycle(
     others: list[_Candidate | None] = []
     with timer("plan"):
         others.append(_score(model, built, "greedy", greedy_state, [], hint))
+    one_pass = timer.phases["greedy"]
+
+    def room_for_another() -> bool:
+        """Another greedy pass (about as long as the first) fits in what the budget leaves for
+        candidates; without a budget, always."""
+        return budget is None or time.perf_counter() + one_pass <= start + VARIANTS * budget
+
     if backend != "greedy" and problem.too_large is None:
-        if s.lp_guide:
+        if s.lp_guide and room_for_another():
             with timer("lp"):  # which gangs the relaxation starts: greedy in that order too
                 shares = relaxation(model, built, limit)
-            if shares is not None:
+            if shares is not None and room_for_another():
                 others.append(_variant(snapshot, problem, model, built, timer, GUIDED, shares))
-        if len(problem.jobs) <= VALUE_AWARE_JOBS:
+        if room_for_another():
             others.append(_variant(snapshot, problem, model, built, timer, VALUE_AWARE))
     plans = sorted((c for c in others if c is not None), key=lambda c: c.rank, reverse=True)
     first, rest = plans[0], plans[1:]  # the best greedy plan hints the solver
     hint = first.values if first.values is not None else hint
     with timer("solve"):  # the translation; the search then runs on a worker thread
+        skip = None
         if budget is not None:  # an upper bound: the search is stopped at its deadline below
-            limit = min(limit, max(0.01, start + budget - time.perf_counter()))
-        solving = _Solving(backend, model, built, hint, limit, s)
+            left = start + budget - time.perf_counter()
+            limit = min(limit, max(0.01, left))
+            if left < NO_SEARCH_BELOW * budget:
+                skip = f"no search: {max(0.0, left):.2f}s of the {budget:.2f}s budget left"
+        solving = _Solving(backend, model, built, hint, limit, s, skip)
     try:  # while the solver searches, the best greedy candidate is checked on this thread
         with timer("check"):
             _verdict(snapshot, first, now, s)
@@ -269,6 +281,7 @@ class _Solving:
         hint: list[int] | None,
         limit: float,
         s: Settings,
+        skip: str | None = None,  # why no search runs (e.g. the budget is spent)
     ) -> None:
         self.backend = backend
         self.search: Search | None = None
@@ -281,8 +294,9 @@ class _Solving:
             return
         if backend not in BACKENDS:
             raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
-        if problem.too_large:
-            self.failure = SolveStats(backend, SolveStatus.NO_SOLUTION, detail=problem.too_large)
+        if problem.too_large or skip:
+            detail = problem.too_large or skip or ""
+            self.failure = SolveStats(backend, SolveStatus.NO_SOLUTION, detail=detail)
             return
         run: Callable[[], Outcome]
         try:

@@ -60,6 +60,7 @@ class Victims:
         self.own_floor_refused = False  # the last start was refused victims by its queues' floors
         self._released: dict[tuple[int, int, int], dict[str, int]] = {}
         self._failed: dict[Hashable, tuple[int, bool]] = {}  # demand -> (plan version, refused)
+        self._failed_smaller: dict[Hashable, tuple[int, int]] = {}  # -> (version, fewest pods)
         self.smaller = {  # positive sizes a shrinkable job may take, largest first
             v: sorted((o.size for o in jobs[v].options[1:]), reverse=True) for v in self.shrinkable
         }
@@ -97,18 +98,53 @@ class Victims:
         failed is not searched again while the plan is unchanged: the same demand (pods, clusters,
         queue rows and usage, fired triggers) fails the same way in the same state. The plan is
         unchanged while the journal has its length: every failed attempt rolls back to where it
-        began, and what succeeds only appends."""
+        began, and what succeeds only appends.
+
+        Nor is a larger one: more pods of one shape than a start that failed in the same plan,
+        with the same clusters, queue rows and triggers, when no queue row blocks it and its
+        queues have no floor (so its usage changes neither which victims may go nor which the
+        floors refuse): it meets the same victims in the same order and needs more room."""
         key = self._demand(j, target, fired, debt)
         version = self.st.mark()
         hit = self._failed.get(key) if key is not None else None
         if hit is not None and hit[0] == version:
             self.own_floor_refused = hit[1]
             return False
+        larger = self._larger(j, target, fired, debt)
+        if larger is not None:
+            dom, pods = larger
+            smallest = self._failed_smaller.get(dom)
+            if smallest is not None and smallest[0] == version and smallest[1] <= pods:
+                self.own_floor_refused = False
+                return False
         if self._search(j, target, fired, debt):
             return True
         if key is not None:
             self._failed[key] = (version, self.own_floor_refused)
+        if larger is not None:
+            dom, pods = larger
+            old = self._failed_smaller.get(dom)
+            if old is None or old[0] != version or pods < old[1]:
+                self._failed_smaller[dom] = (version, pods)
         return False
+
+    def _larger(
+        self, j: int, target: int, fired: set[str], debt: bool
+    ) -> tuple[Hashable, int] | None:
+        """(what the start depends on but its pod count, its pod count) for a pending gang of
+        one pod shape that no queue row blocks and whose queues have no floor; else None."""
+        st = self.st
+        jm = st.problem.jobs[j]
+        if self.value_aware or jm.current or st.size[jm.name]:
+            return None
+        rows = tuple(st.rows_of.get(j, ()))
+        if any(st.problem.quotas[r].floor for r in rows) or st.quota_blocks(j, target):
+            return None
+        binds = change_to(st.snapshot, st.snapshot.jobs[jm.name], target).bind
+        shapes = {(res.key(p.requests), p.constraints) for p in binds}
+        if len(shapes) != 1:
+            return None
+        return (shapes.pop(), jm.clusters, rows, frozenset(fired), debt), len(binds)
 
     def _demand(self, j: int, target: int, fired: set[str], debt: bool) -> Hashable | None:
         """What a pending gang's start depends on besides the plan (None for a partial gang)."""
