@@ -43,6 +43,9 @@ from solver_sched.solvers.result import Assignment, SolveStats, SolveStatus
 
 BACKENDS = ("cpsat", "milp", "greedy")
 GUIDED = "lp-greedy"  # greedy starting gangs in the order of the LP relaxation (solvers/lp.py)
+VALUE_AWARE = "value-greedy"  # greedy taking no victim worth as much as the start (victims.py)
+NO_SEARCH_BELOW = 0.1  # of the budget: with less left the model is not even translated
+VARIANTS = 0.5  # of a cycle's budget: greedy's other candidates end by then (docs/formulation.md)
 
 
 @dataclass
@@ -124,21 +127,35 @@ def _cycle(
         greedy_state = greedy_plan(snapshot, problem)  # concrete already: it needs no packing
         greedy = assignment_of(greedy_state)
         hint = to_values(model, built, greedy.sizes, greedy.counts)
+    others: list[_Candidate | None] = []
     with timer("plan"):
-        first = _score(model, built, "greedy", greedy_state, [], hint)
-    second = None
-    if s.lp_guide and backend != "greedy" and problem.too_large is None:
-        with timer("lp"):  # which gangs the relaxation starts: greedy in that order too
-            shares = relaxation(model, built, limit)
-        if shares is not None:
-            second = _guided(snapshot, problem, model, built, shares, timer)
-    if second is not None and second.rank > first.rank:
-        first, second = second, first
+        others.append(_score(model, built, "greedy", greedy_state, [], hint))
+    one_pass = timer.phases["greedy"]
+
+    def room_for_another() -> bool:
+        """Another greedy pass (about as long as the first) fits in what the budget leaves for
+        candidates; without a budget, always."""
+        return budget is None or time.perf_counter() + one_pass <= start + VARIANTS * budget
+
+    if backend != "greedy" and problem.too_large is None:
+        if s.lp_guide and room_for_another():
+            with timer("lp"):  # which gangs the relaxation starts: greedy in that order too
+                shares = relaxation(model, built, limit)
+            if shares is not None and room_for_another():
+                others.append(_variant(snapshot, problem, model, built, timer, GUIDED, shares))
+        if room_for_another():
+            others.append(_variant(snapshot, problem, model, built, timer, VALUE_AWARE))
+    plans = sorted((c for c in others if c is not None), key=lambda c: c.rank, reverse=True)
+    first, rest = plans[0], plans[1:]  # the best greedy plan hints the solver
     hint = first.values if first.values is not None else hint
     with timer("solve"):  # the translation; the search then runs on a worker thread
+        skip = None
         if budget is not None:  # an upper bound: the search is stopped at its deadline below
-            limit = min(limit, max(0.01, start + budget - time.perf_counter()))
-        solving = _Solving(backend, model, built, hint, limit, s)
+            left = start + budget - time.perf_counter()
+            limit = min(limit, max(0.01, left))
+            if left < NO_SEARCH_BELOW * budget:
+                skip = f"no search: {max(0.0, left):.2f}s of the {budget:.2f}s budget left"
+        solving = _Solving(backend, model, built, hint, limit, s, skip)
     try:  # while the solver searches, the best greedy candidate is checked on this thread
         with timer("check"):
             _verdict(snapshot, first, now, s)
@@ -150,7 +167,7 @@ def _cycle(
             after = timer.phases.get("plan", 0.0) + timer.phases.get("check", 0.0)
             solving.stop_at(search_deadline(start, budget, after))
         stats, values = solving.result()
-    candidates = [first, *([second] if second is not None else [])]
+    candidates = [first, *rest]
     # The hint given back unimproved is greedy's plan: packed again, it would only be checked
     # again (at XL that is 1-2 s). It is still tried when greedy's plan failed the checker.
     if values is not None and (values != hint or first.violations):
@@ -193,7 +210,7 @@ class _Candidate:
     def rank(self) -> tuple[bool, int, int]:
         """A candidate that does not map onto the model ranks last but stays eligible; ties go
         to the solver, then to greedy in queue order."""
-        tie = {"greedy": 1, GUIDED: 0}.get(self.label, 2)
+        tie = {"greedy": 2, GUIDED: 1, VALUE_AWARE: 0}.get(self.label, 3)
         return (self.value is not None, self.value or 0, tie)
 
 
@@ -217,25 +234,27 @@ def _score(
     return _Candidate(label, st, notes, terms, built.model.objective_of(terms), values)
 
 
-def _guided(
+def _variant(
     snapshot: ClusterSnapshot,
     problem: Problem,
     model: Problem,
     built: Built,
-    shares: dict[str, float],
     timer: _Timer,
+    label: str,
+    shares: dict[str, float] | None = None,
 ) -> _Candidate | None:
-    """Greedy starting gangs in the order of the LP relaxation's shares (None when that is
-    queue order: the same plan as greedy's)."""
-    order = queue_order(problem)
-    if start_order(problem, order, shares) == order:
-        return None
+    """Another greedy candidate: starting gangs in the order of the LP relaxation's shares
+    (None when that is queue order: the same plan as greedy's), or value-aware victims."""
+    if shares is not None:
+        order = queue_order(problem)
+        if start_order(problem, order, shares) == order:
+            return None
     with timer("greedy"):
-        st = greedy_plan(snapshot, problem, shares)
+        st = greedy_plan(snapshot, problem, shares, value_aware=label == VALUE_AWARE)
         a = assignment_of(st)
         values = to_values(model, built, a.sizes, a.counts)
     with timer("plan"):
-        return _score(model, built, GUIDED, st, [], values)
+        return _score(model, built, label, st, [], values)
 
 
 def _verdict(snapshot: ClusterSnapshot, c: _Candidate, now: datetime, s: Settings) -> None:
@@ -262,6 +281,7 @@ class _Solving:
         hint: list[int] | None,
         limit: float,
         s: Settings,
+        skip: str | None = None,  # why no search runs (e.g. the budget is spent)
     ) -> None:
         self.backend = backend
         self.search: Search | None = None
@@ -274,8 +294,9 @@ class _Solving:
             return
         if backend not in BACKENDS:
             raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
-        if problem.too_large:
-            self.failure = SolveStats(backend, SolveStatus.NO_SOLUTION, detail=problem.too_large)
+        if problem.too_large or skip:
+            detail = problem.too_large or skip or ""
+            self.failure = SolveStats(backend, SolveStatus.NO_SOLUTION, detail=detail)
             return
         run: Callable[[], Outcome]
         try:

@@ -258,3 +258,27 @@ def test_budget_by_cluster_size_goes_through_the_targets() -> None:
     assert [auto_budget(n) for n in (1, 64, 512, 2000, 10000)] == [0.5, 0.5, 1.0, 3.0, 8.0]
     assert auto_budget(288) == pytest.approx(0.75)
     assert auto_budget(18000) == pytest.approx(13.0)  # past the last target, the last slope
+
+
+def test_a_spent_budget_leaves_greedys_plan_without_a_search(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With no time left after greedy the model is not translated nor searched, and greedy's
+    own candidates are not tried again: queue-order greedy's checked plan is emitted."""
+    snap = snapshot_from_objects(synthetic_objects(16, 40, 20, 1, NOW))
+    seen = _limits(monkeypatch)
+    cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 1e-6}})
+    result = cycle_module.run_cycle(snap, cfg, NOW, "cpsat")
+    assert seen == []
+    assert result.stats.status == SolveStatus.NO_SOLUTION
+    assert result.stats.detail.startswith("no search:")
+    assert result.chosen == "greedy" and result.violations == []
+    assert "lp" not in result.phases  # no LP relaxation, no other greedy pass
+
+
+def test_with_time_to_spare_the_other_greedy_candidates_are_tried() -> None:
+    snap = snapshot_from_objects(synthetic_objects(16, 40, 20, 1, NOW))
+    cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 60}})
+    result = cycle_module.run_cycle(snap, cfg, NOW, "cpsat")
+    assert "lp" in result.phases
+    assert result.violations == []

@@ -251,6 +251,22 @@ def _story(d: Demo) -> None:
     )
     d.jobs("team-a", "first", "second")
 
+    d.step(
+        "6. Topology: a gang that requires one rack",
+        "Three 4-GPU nodes join in two racks (rack-1: one node, rack-2: two). `wide` (2 x 4 GPUs, "
+        "Kueue's podset-required-topology: rack) goes to rack-2 whole; `wider` (3 x 4 GPUs) "
+        "waits: no rack has 12 free.",
+    )
+    rack = "example.com/rack"
+    for name, r in (("rack1-a", "rack-1"), ("rack2-a", "rack-2"), ("rack2-b", "rack-2")):
+        kube.create(m.node(name, gpus=4, labels={rack: r}))
+    required = {"kueue.x-k8s.io/podset-required-topology": rack}
+    kube.create_all(m.gang("wide", 2, gpus=4, annotations=required))
+    d.wait("wide bound", lambda: d.bound("wide") == 2)
+    kube.create_all(m.gang("wider", 3, gpus=4, annotations=required))
+    d.wait("wider's reason", lambda: "in one rack" in kube.waiting_reason("wider-worker-0"))
+    d.jobs("default", "wide", "wider")
+
 
 def _established(api: KubeApi) -> bool:
     items = api.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions")["items"]

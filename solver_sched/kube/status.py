@@ -18,6 +18,8 @@ from solver_sched.domain.snapshot import ClusterSnapshot, InputError
 from solver_sched.kube.api import ApiError, Fenced, KubeApi
 from solver_sched.kube.resources import LAST_SCALE, POD_GROUP_APIS, PYTORCH_JOBS, WATCHED
 from solver_sched.kube.store import ObjectStore
+from solver_sched.planning.explain import beyond_largest_size
+from solver_sched.planning.explain import rfc3339 as rfc3339
 
 K8S_GROUP = "scheduling.k8s.io"  # the in-tree gang API: conditions, not phase/running
 
@@ -26,13 +28,6 @@ _API_OF: dict[str, str] = {}  # kind -> the API version its Events name (the fir
 for _r in WATCHED:
     _API_OF.setdefault(_r.kind, _r.api_version)
 EVENT_REPEAT_SECONDS = 300.0
-
-
-def rfc3339(t: datetime) -> str:
-    """UTC, as Kubernetes writes times (a naive time is taken as UTC)."""
-    if t.tzinfo is not None:
-        t = t.astimezone(UTC)
-    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def waiting_reason(pod: dict[str, Any]) -> str:
@@ -329,10 +324,7 @@ class StatusWriter:
             waiting = [p for p in snapshot.waiting_pods(job) if p.name not in bound]
             reason = deferred.get(row.name) or row.reason
             if waiting and not reason and row.planned:
-                reason = (
-                    f"not needed: the job runs at its largest allowed size "
-                    f"({row.planned} of {len(job.pods)} pods)"
-                )
+                reason = beyond_largest_size(row.planned, len(job.pods), row.allowed_sizes)
             elif waiting and reason:
                 ref = self.group_ref(row.name)
                 if ref is not None and row.planned < row.current + len(waiting):

@@ -1,8 +1,12 @@
-"""Why a job is not (fully) placed: a reason a user can act on, from the final plan state."""
+"""Why a job is not (fully) placed: a reason a user can act on, from the final plan state.
+
+A reason says what blocks the job now, and every count in it says which moment it is of:
+"5 GPUs free before this plan, 1 after it" (the plan's own binds and evictions in between)."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from collections.abc import Mapping
+from datetime import UTC, datetime
 
 from solver_sched.domain import resources as res
 from solver_sched.domain.cluster import Job, Pod
@@ -12,7 +16,25 @@ from solver_sched.formulation.problem import JobModel
 from solver_sched.formulation.sizes import change_to
 from solver_sched.placement.state import PlanState
 
-Room = dict[object, tuple[int, int]]  # pod shape -> (pods of it that fit, GPUs free), per plan
+# pod shape -> (pods of it that fit, GPUs free) before the plan and after it, per plan
+Room = dict[object, tuple[tuple[int, int], tuple[int, int]]]
+
+
+def rfc3339(t: datetime) -> str:
+    """UTC with its zone, as Kubernetes writes times (a naive time is taken as UTC)."""
+    t = t.astimezone(UTC) if t.tzinfo is not None else t
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def beyond_largest_size(planned: int, pods: int, allowed: tuple[int, ...]) -> str:
+    """The reason on pods a running job cannot use: its policy allows no size that takes them
+    (e.g. 12 pods, power-of-two sizes: 8 run, 4 wait)."""
+    sizes = ", ".join(map(str, allowed))
+    return (
+        f"not scheduled: after this plan the job runs {planned} of its {pods} pods, the "
+        f"largest size it allows (sizes {sizes}); its other {pods - planned} pods stay pending "
+        f"(no allowed size uses them)"
+    )
 
 
 def explain(
@@ -37,9 +59,16 @@ def explain(
     locked = until is not None and now < until
     if jm is None or not any(o.size > planned for o in jm.options):
         if locked and planned > 0:
-            return f"cooldown until {until:%H:%M:%S}" if until else ""
+            return (
+                f"cooldown until {rfc3339(until)}: resized at {rfc3339(job.last_scale_time)}, "
+                f"no scale-out before then"
+                if until and job.last_scale_time
+                else ""
+            )
         if planned == 0:
             return "no allowed size can run"
+        if planned < reachable and planned == max(job.allowed_sizes(), default=0):
+            return beyond_largest_size(planned, len(job.pods), job.allowed_sizes())
         return ""
     target = min(o.size for o in jm.options if o.size > planned)
     j = st.index[jm.name]
@@ -53,22 +82,25 @@ def explain(
         return topo
     if missing:
         pod = missing[0]
-        room, free = _room(st, pod, rooms if rooms is not None else {})
+        (room0, free0), (room, free) = _room(st, pod, rooms if rooms is not None else {})
         n = len(missing)
         head = f"needs {n} x " if planned == 0 else f"size {target} needs {n} more x "
         gpus = pod.requests.get(res.GPU, 0)
         if gpus:
-            what, tail = f"{res.GPU}={gpus}", f"{free} free on schedulable nodes"
+            what = f"{res.GPU}={gpus}"
+            tail = _moments(free0, free, "GPUs free on schedulable nodes")
             if room * gpus != free:
-                tail += f", room for {room} such pods"
+                tail += f" (room for {room} such pods after it)"
         else:
-            what, tail = res.fmt(pod.requests), f"room for {room} on schedulable nodes"
+            what = res.fmt(pod.requests)
+            tail = _moments(room0, room, "such pods fit on schedulable nodes")
         if room >= n:
             return (
-                f"{head}{what}: room for {room} in total, but not for the whole gang at once "
-                f"(one cluster, quotas, or running work it may not preempt)"
+                f"{head}{what} at once: room for {room} after this plan in total, but not for "
+                f"the whole gang together (one cluster, quotas, or running work it may not "
+                f"preempt)"
             )
-        return f"{head}{what}, {tail}"
+        return f"{head}{what} at once; {tail}"
     return "held back by the objective (capacity kept for higher-priority or guaranteed work)"
 
 
@@ -92,14 +124,29 @@ def _topology_reason(st: PlanState, name: str, missing: list[Pod]) -> str:
     return f"needs {gpus} GPUs in one {level}: largest free {level} has {best}"
 
 
-def _room(st: PlanState, pod: Pod, rooms: Room) -> tuple[int, int]:
+def _moments(before: int, after: int, what: str) -> str:
+    """"5 GPUs free ... before this plan; 1 after it", or the one count when the plan changed
+    nothing there."""
+    if before == after:
+        return f"{after} {what}, before and after this plan"
+    return f"{before} {what} before this plan; {after} after it"
+
+
+def _room(
+    st: PlanState, pod: Pod, rooms: Room
+) -> tuple[tuple[int, int], tuple[int, int]]:
     key = (res.key(pod.requests), pod.constraints)
     if key not in rooms:
         feasible = list(st.nodes.feasible(pod))
-        rooms[key] = (
-            sum(res.how_many_fit(pod.requests, st.nodes.free[n]) for n in feasible),
-            sum(max(0, st.nodes.free[n].get(res.GPU, 0)) for n in feasible),
-        )
+        start = st.snapshot.free_per_node
+
+        def room(free: Mapping[str, Mapping[str, int]]) -> tuple[int, int]:
+            return (
+                sum(res.how_many_fit(pod.requests, free[n]) for n in feasible),
+                sum(max(0, free[n].get(res.GPU, 0)) for n in feasible),
+            )
+
+        rooms[key] = (room(start), room(st.nodes.free))
     return rooms[key]
 
 

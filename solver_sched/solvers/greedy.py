@@ -35,11 +35,16 @@ def assignment_of(st: PlanState) -> Assignment:
 
 
 def greedy_plan(
-    snapshot: ClusterSnapshot, problem: Problem, first: Mapping[str, float] | None = None
+    snapshot: ClusterSnapshot,
+    problem: Problem,
+    first: Mapping[str, float] | None = None,
+    value_aware: bool = False,
 ) -> PlanState:
     """The greedy decision as a concrete plan state (nodes chosen, queue rows kept). ``first``:
     gangs to start are tried in descending order of it (the share of each job the model's LP
-    relaxation runs, solvers/lp.py), queue order among equals; by default in queue order."""
+    relaxation runs, solvers/lp.py), queue order among equals; by default in queue order.
+    ``value_aware``: a start takes no victim that alone gives up as much guaranteed value as the
+    start brings (victims.take_loss, start_gain)."""
     st = PlanState(snapshot, problem)
     jobs = problem.jobs
     fired: dict[int, set[str]] = {}
@@ -47,7 +52,7 @@ def greedy_plan(
         for h in starters:
             fired.setdefault(h, set()).add(key)
     order = queue_order(problem)
-    victims = Victims(st, order)
+    victims = Victims(st, order, value_aware)
     starts = start_order(problem, order, first)
     for j in order:  # 1. irregular sizes
         jm = jobs[j]

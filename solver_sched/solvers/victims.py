@@ -24,8 +24,9 @@ class Victims:
     """Who may be taken back for a starting gang, cheapest first, with a GPU pre-check so a gang
     that cannot fit even after every allowed victim is given up without trying placements."""
 
-    def __init__(self, st: PlanState, order: list[int]) -> None:
+    def __init__(self, st: PlanState, order: list[int], value_aware: bool = False) -> None:
         self.st = st
+        self.value_aware = value_aware
         jobs = st.problem.jobs
         low_first = list(reversed(order))
         self.shrinkable = [
@@ -59,6 +60,7 @@ class Victims:
         self.own_floor_refused = False  # the last start was refused victims by its queues' floors
         self._released: dict[tuple[int, int, int], dict[str, int]] = {}
         self._failed: dict[Hashable, tuple[int, bool]] = {}  # demand -> (plan version, refused)
+        self._failed_smaller: dict[Hashable, tuple[int, int]] = {}  # -> (version, fewest pods)
         self.smaller = {  # positive sizes a shrinkable job may take, largest first
             v: sorted((o.size for o in jobs[v].options[1:]), reverse=True) for v in self.shrinkable
         }
@@ -96,18 +98,53 @@ class Victims:
         failed is not searched again while the plan is unchanged: the same demand (pods, clusters,
         queue rows and usage, fired triggers) fails the same way in the same state. The plan is
         unchanged while the journal has its length: every failed attempt rolls back to where it
-        began, and what succeeds only appends."""
+        began, and what succeeds only appends.
+
+        Nor is a larger one: more pods of one shape than a start that failed in the same plan,
+        with the same clusters, queue rows and triggers, when no queue row blocks it and its
+        queues have no floor (so its usage changes neither which victims may go nor which the
+        floors refuse): it meets the same victims in the same order and needs more room."""
         key = self._demand(j, target, fired, debt)
         version = self.st.mark()
         hit = self._failed.get(key) if key is not None else None
         if hit is not None and hit[0] == version:
             self.own_floor_refused = hit[1]
             return False
+        larger = self._larger(j, target, fired, debt)
+        if larger is not None:
+            dom, pods = larger
+            smallest = self._failed_smaller.get(dom)
+            if smallest is not None and smallest[0] == version and smallest[1] <= pods:
+                self.own_floor_refused = False
+                return False
         if self._search(j, target, fired, debt):
             return True
         if key is not None:
             self._failed[key] = (version, self.own_floor_refused)
+        if larger is not None:
+            dom, pods = larger
+            old = self._failed_smaller.get(dom)
+            if old is None or old[0] != version or pods < old[1]:
+                self._failed_smaller[dom] = (version, pods)
         return False
+
+    def _larger(
+        self, j: int, target: int, fired: set[str], debt: bool
+    ) -> tuple[Hashable, int] | None:
+        """(what the start depends on but its pod count, its pod count) for a pending gang of
+        one pod shape that no queue row blocks and whose queues have no floor; else None."""
+        st = self.st
+        jm = st.problem.jobs[j]
+        if self.value_aware or jm.current or st.size[jm.name]:
+            return None
+        rows = tuple(st.rows_of.get(j, ()))
+        if any(st.problem.quotas[r].floor for r in rows) or st.quota_blocks(j, target):
+            return None
+        binds = change_to(st.snapshot, st.snapshot.jobs[jm.name], target).bind
+        shapes = {(res.key(p.requests), p.constraints) for p in binds}
+        if len(shapes) != 1:
+            return None
+        return (shapes.pop(), jm.clusters, rows, frozenset(fired), debt), len(binds)
 
     def _demand(self, j: int, target: int, fired: set[str], debt: bool) -> Hashable | None:
         """What a pending gang's start depends on besides the plan (None for a partial gang)."""
@@ -211,6 +248,9 @@ class Victims:
 
         mark = st.mark()
         taken = 0
+        # value_aware: no victim that alone gives up as much guaranteed value as the start brings
+        # (with debt the refills bring more: greedy._refill settles that)
+        gain = start_gain(st, j, target) if self.value_aware and not debt else None
         still_blocked = bool(blocked)  # queue usage changes only when a victim is taken
         todo: Iterable[tuple[int, int, bool]] = ((v, size, False) for v, size in steps())
         while True:
@@ -225,6 +265,8 @@ class Victims:
                     break
                 if size >= st.size[jobs[v].name]:
                     continue
+                if gain is not None and take_loss(st, v, size) >= gain:
+                    continue  # too dear alone: in no set of victims worth taking
                 if not forced and not frees_a_slot(v, size):
                     deferred.append((v, size))
                     continue
@@ -254,6 +296,49 @@ class Victims:
             todo = [(v, size, True) for v, size in group] + rest
         st.rollback(mark)
         return False
+
+
+def start_gain(st: PlanState, j: int, target: int) -> int:
+    """The guaranteed-band value (rule 9) moving j to target adds: its guaranteed units, the
+    start bonus, the waiting bonus, and the GPUs of its queues' mins it covers."""
+    problem = st.problem
+    jm = problem.jobs[j]
+    now = jm.option(st.size[jm.name])
+    o = jm.option(target)
+    if o is None:
+        return 0
+    gain = jm.tier_weight * (o.guaranteed_units - (now.guaranteed_units if now else 0))
+    if jm.starting and not st.size[jm.name]:
+        gain += problem.gang_start * jm.tier_weight + problem.waiting_weight * jm.waiting_hours
+    more = o.guaranteed_gpus - (now.guaranteed_gpus if now else 0)
+    for r in st.rows_of.get(j, ()):
+        left = problem.quotas[r].min_gpus - st.covered[r]
+        if left > 0:
+            gain += problem.quota_min_weight * min(more, left)
+    return gain
+
+
+def take_loss(st: PlanState, v: int, size: int) -> int:
+    """The guaranteed-band value taking v down to size gives up: its guaranteed units, the
+    penalty for breaking a gang, and the GPUs of its queues' mins it stops covering. An elastic
+    shrink above the min gives up none."""
+    problem = st.problem
+    jm = problem.jobs[v]
+    now, after = jm.option(st.size[jm.name]), jm.option(size)
+    if now is None or after is None:
+        return 0
+    loss = jm.tier_weight * (now.guaranteed_units - after.guaranteed_units)
+    if size == 0 and jm.running_ok:
+        loss += problem.gang_break
+    drop = now.guaranteed_gpus - after.guaranteed_gpus
+    if drop:
+        for r in st.rows_of.get(v, ()):
+            floor = problem.quotas[r].min_gpus
+            if floor:
+                covered = st.covered[r]
+                lost = min(floor, covered) - min(floor, covered - drop)
+                loss += problem.quota_min_weight * lost
+    return loss
 
 
 def grouped(

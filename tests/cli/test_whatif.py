@@ -127,7 +127,10 @@ SEEDS = [
         "cooldown",
         NOW,
         {"default/elastic": 4},
-        {"default/elastic": "cooldown until 12:08:00"},
+        {
+            "default/elastic": "cooldown until 2026-01-01T12:08:00Z: resized at "
+            "2026-01-01T11:58:00Z, no scale-out before then"
+        },
         id="cooldown-locked",
     ),
     pytest.param(

@@ -71,3 +71,19 @@ def test_every_plan_keeps_topology_on_random_presets(seed: int) -> None:
         assert got.required_split == 0, name
         if name in ("cpsat", "milp", "greedy"):
             assert got.split_but_fit == 0, name
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_greedy_is_a_complete_hint_of_the_topology_model(seed: int) -> None:
+    from solver_sched.formulation.build import build
+    from solver_sched.formulation.prepare import prepare
+    from solver_sched.formulation.values import to_values
+    from solver_sched.solvers.greedy import assignment_of, greedy_plan
+
+    snap = snapshot(topology_objects("rack16", 700 + seed, NOW))
+    problem = prepare(snap, CFG.weights, CFG.settings, NOW, snap.topologies["default"])
+    built = build(problem)
+    assert built.vars.d and built.vars.zt  # the topology rows are there
+    greedy = assignment_of(greedy_plan(snap, problem))
+    values = to_values(problem, built, greedy.sizes, greedy.counts)
+    assert values is not None and built.model.violated(values) == []

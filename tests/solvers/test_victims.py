@@ -6,7 +6,8 @@ from typing import Any
 import pytest
 
 from solver_sched.formulation.prepare import prepare
-from solver_sched.solvers import greedy, victims
+from solver_sched.solvers import cpsat, greedy, victims
+from solver_sched.solvers.result import SolveStatus
 from tests.support.builders import (
     NOW,
     config,
@@ -197,3 +198,52 @@ def test_a_failed_start_is_searched_again_once_the_plan_changed() -> None:
     assert v.start(p2, 1, set())
     assert searches == [p1, p2]
     assert st.placed == {"default/p2-worker-0": "n"}
+
+
+def _reclaim_for_a_little() -> list[Any]:
+    """Queue a is below its min (8 GPUs, none used); queue b borrows: its priority-1000 gang b
+    holds the one node. a's pending 1-GPU gang may reclaim, which breaks b: one GPU of priority
+    0 and of a's min (1,000 + 20,000) for 8 of priority 1000 (8 x 4,000 + 500 for the break)."""
+    tree = quota_tree(
+        {
+            "name": "root",
+            "children": [
+                {"name": "a", "namespaces": ["team-a"], "min": {"nvidia.com/gpu": "8"}},
+                {"name": "b", "namespaces": ["team-b"], "min": {"nvidia.com/gpu": "0"}},
+            ],
+        }
+    )
+    return [
+        node("n", gpus=8),
+        tree,
+        gang("b", 1, gpus=8, namespace="team-b", running_on=["n"], priority=1000),
+        gang("a", 1, gpus=1, namespace="team-a", priority=0),
+    ]
+
+
+@pytest.mark.parametrize(("value_aware", "b_after"), [(False, 0), (True, 1)])
+def test_value_aware_greedy_takes_no_victim_worth_more_than_the_start(
+    value_aware: bool, b_after: int
+) -> None:
+    snap = snapshot(*_reclaim_for_a_little())
+    cfg = config()
+    problem = prepare(snap, cfg.weights, cfg.settings, NOW)
+    st = greedy.greedy_plan(snap, problem, value_aware=value_aware)
+    assert st.size["team-b/b"] == b_after
+    assert st.size["team-a/a"] == 1 - b_after
+
+
+def test_the_cycle_emits_the_value_aware_plan_when_it_is_the_best(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With no solver solution the best greedy candidate is emitted: here the value-aware one,
+    which keeps b (queue-order greedy breaks it, and the checker allows both)."""
+    snap = snapshot(*_reclaim_for_a_little())
+    monkeypatch.setattr(
+        cpsat.Search, "run", lambda self: (SolveStatus.NO_SOLUTION, None, None, None, 0.0, "")
+    )
+    result = plan(snap, "cpsat")
+    assert result.violations == []
+    assert result.chosen == "value-greedy"
+    assert workers_after(snap, result.plan)["team-b/b"] == 1
+    assert plan(snap, "greedy").chosen == "greedy"  # the greedy backend: queue order alone

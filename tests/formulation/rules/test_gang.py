@@ -25,7 +25,42 @@ def test_eight_workers_on_five_free_gpus_get_nothing(backend: str) -> None:
     assert result.plan.binds == ()
     assert workers_after(snap, result.plan)["default/big"] == 0
     row = next(j for j in result.plan.jobs if j.name == "default/big")
-    assert "needs 8" in row.reason and "5 free" in row.reason
+    assert row.reason == (
+        "needs 8 x nvidia.com/gpu=1 at once; "
+        "5 GPUs free on schedulable nodes, before and after this plan"
+    )
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_reason_says_which_counts_are_before_and_after_the_plan(backend: str) -> None:
+    """The 8-on-5 scenario: 5 GPUs free when the cycle starts, 1 once `small` is bound."""
+    snap = snapshot(
+        node("a", gpus=4),
+        node("b", gpus=4),
+        other("x", "a", 3),
+        gang("big", 8),
+        gang("small", 4, created="2026-01-01T11:00:00Z"),
+    )
+    rows = {j.name: j for j in plan(snap, backend).plan.jobs}
+    assert rows["default/small"].planned == 4
+    assert rows["default/big"].reason == (
+        "needs 8 x nvidia.com/gpu=1 at once; "
+        "5 GPUs free on schedulable nodes before this plan; 1 after it"
+    )
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_pods_beyond_the_largest_allowed_size_say_so(backend: str) -> None:
+    """12 pods, power-of-two sizes: 8 run, and the reason says why 4 wait, in operator words."""
+    snap = snapshot(
+        node("a", gpus=16), gang("el", 12, min_member=2, max_member=12, size_policy="power-of-two")
+    )
+    (row,) = plan(snap, backend).plan.jobs
+    assert row.planned == 8
+    assert row.reason == (
+        "not scheduled: after this plan the job runs 8 of its 12 pods, the largest size it "
+        "allows (sizes 2, 4, 8); its other 4 pods stay pending (no allowed size uses them)"
+    )
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
