@@ -312,6 +312,27 @@ def test_priority_alone_never_withdraws_across_queues_nor_with_preemption_off() 
     assert off.withdrawals == {} and off.dispatches == {}
 
 
+def test_a_queue_under_its_guarantee_reclaims_from_a_borrower_across_queues() -> None:
+    """team-b is guaranteed 8 GPUs and uses none; default (no guarantee) borrows them with a
+    placed job. team-b's job, of a LOWER priority, reclaims the room: the borrower is withdrawn
+    and team-b's job placed. With queueReclaim off the borrower keeps running."""
+    borrower = pytorchjob("borrower", masters=1, workers=1, gpus=4, priority_class="high")
+    placed(borrower, "m1", {"master-0": "a", "worker-0": "a"})
+    owner = pytorchjob("owner", "team-b", masters=1, workers=1, gpus=4, priority_class="low")
+    hub = [policy(), policy(namespace="team-b"), priority_class("high", 1000)]
+    hub += [priority_class("low", 0), borrower, owner]
+    tree = quota_tree()
+    tree["spec"]["root"]["children"].append(
+        {"name": "team-b", "namespaces": ["team-b"], "max": {}, "min": {"nvidia.com/gpu": 8}}
+    )
+    members = MemberState("m1", [node("a")])
+    reclaim = _reading([*hub, tree], members)
+    assert set(reclaim.withdrawals) == {"default/borrower"}
+    assert reclaim.dispatches["team-b/owner"].cluster == "m1"
+    off = _reading([*hub, tree], members, queue_reclaim=False)
+    assert off.withdrawals == {} and off.dispatches == {}
+
+
 def test_a_job_being_withdrawn_is_not_withdrawn_twice_and_frees_its_room() -> None:
     """Its copy is being deleted: the plan may count on its room (it is going), and places the
     next job there, with no second withdrawal."""
