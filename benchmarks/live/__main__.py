@@ -15,12 +15,14 @@ stack the metrics and solver-sched's ratios against each peer from the same run.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -196,6 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--scale", action="store_true", help="the scale run instead of the replay")
     p.add_argument("--scale-nodes", type=int, default=5000)
     p.add_argument("--scale-pods", type=int, default=10000)
+    p.add_argument("--keep", type=Path, help="keep each stage's directory (logs) under this")
     p.add_argument("--no-bar", action="store_true", help="no tqdm bar (lines on stderr instead)")
     args = p.parse_args(argv)
     stacks = list(STACKS) if args.stacks == "all" else args.stacks.split(",")
@@ -226,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.time()
     for stack in runnable:
         bar = Progress(len(jobs), stack, not args.no_bar)
-        with tempfile.TemporaryDirectory(prefix=f"live-{stack}-") as tmp:
+        with stage_dir(args.keep, f"live-{stack}-") as tmp:
             try:
                 s = run_stack(stack, jobs, args.nodes, params, Path(tmp), bar)
             except (RuntimeError, FileNotFoundError) as exc:
@@ -282,10 +285,21 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if summary else 1
 
 
+@contextlib.contextmanager
+def stage_dir(keep: Path | None, prefix: str) -> Iterator[str]:
+    """A stage's directory: kept with its logs under ``keep`` (to analyse a run), else removed."""
+    if keep is None:
+        with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+            yield tmp
+        return
+    keep.mkdir(parents=True, exist_ok=True)
+    yield tempfile.mkdtemp(prefix=prefix, dir=keep)
+
+
 def scale_main(args: argparse.Namespace, stacks: list[str]) -> int:
     results = {}
     for stack in stacks:
-        with tempfile.TemporaryDirectory(prefix=f"scale-{stack}-") as tmp:
+        with stage_dir(args.keep, f"scale-{stack}-") as tmp:
             results[stack] = scale_run(stack, args.scale_nodes, args.scale_pods, Path(tmp))
         print(f"{stack}: {json.dumps(results[stack])}", flush=True)
     out = args.out / f"scale-{args.scale_nodes}n-{args.scale_pods}p"
