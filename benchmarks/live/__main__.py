@@ -304,7 +304,11 @@ def scale_main(args: argparse.Namespace, stacks: list[str]) -> int:
         print(f"{stack}: {json.dumps(results[stack])}", flush=True)
     out = args.out / f"scale-{args.scale_nodes}n-{args.scale_pods}p"
     out.mkdir(parents=True, exist_ok=True)
-    meta = {"command": "python -m benchmarks.live --scale", "machine": machine()}
+    meta = {
+        "command": "python -m benchmarks.live " + " ".join(sys.argv[1:]),
+        "machine": machine(),
+        "load_avg_at_end": os.getloadavg(),
+    }
     (out / "results.json").write_text(json.dumps({"meta": meta, "results": results}, indent=1))
     return 0
 

@@ -37,6 +37,7 @@ import sys
 import time
 import urllib.request
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -375,11 +376,15 @@ class Stage:
             raise RuntimeError(f"kwok exited; see {proc.log}")
 
     def create_nodes(self) -> None:
+        """N KWOK nodes, created by 8 writers over one client (thousands of them for the scale
+        run: a client per node would cost more than the POSTs)."""
         n = self.spec.nodes
         alloc = {"cpu": "96", "memory": "1024Gi", "pods": "110", GPU: str(self.spec.gpus_per_node)}
-        for i in range(n):
+        kube = self.kube
+
+        def node(i: int) -> None:
             name = f"kwok-{i:04d}"
-            self.kube.create(
+            kube.create(
                 {
                     "apiVersion": "v1",
                     "kind": "Node",
@@ -395,6 +400,9 @@ class Stage:
                     "status": {"allocatable": alloc, "capacity": dict(alloc)},
                 }
             )
+
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(node, range(n)))
 
         def ready() -> bool:
             items = self.api.get("/api/v1/nodes", labelSelector=f"{NODE_LABEL}=true")["items"]
