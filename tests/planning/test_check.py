@@ -240,9 +240,7 @@ def test_reclaim_may_take_all_a_queue_without_a_min_uses_and_nothing_without_a_g
         )
 
     plan = Plan(
-        evictions=(
-            EvictJob("team-b/b1", tuple(f"team-b/b1-worker-{i}" for i in range(8)), "t"),
-        ),
+        evictions=(EvictJob("team-b/b1", tuple(f"team-b/b1-worker-{i}" for i in range(8)), "t"),),
         binds=gang_binds("a1", 8, "a"),
     )
     assert check(snap({"nvidia.com/gpu": "8"}), plan, NOW) == []
