@@ -41,13 +41,9 @@ from solver_sched.cycle import run_cycle
 from solver_sched.domain import resources as res
 from solver_sched.domain.quota import QuotaTree
 from solver_sched.fleet.controller import fleet_config
-from solver_sched.io.fleet_snapshot import (
-    FleetCache,
-    FleetSnapshot,
-    MemberState,
-    build_fleet,
-    read_plan,
-)
+from solver_sched.io.fleet_members import FleetCache, MemberState
+from solver_sched.io.fleet_plan import read_plan
+from solver_sched.io.fleet_snapshot import FleetSnapshot, build_fleet
 from solver_sched.io.kube_snapshot import snapshot_from_objects
 
 NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)

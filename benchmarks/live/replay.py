@@ -302,7 +302,9 @@ class Replay:
                     run.running_since = None
                     self._annotate([v for _, v in active if v.finish_at], None)
                 if run.running_since is not None:
-                    useful += run.gpus
+                    # the GPUs its pods hold now: pods that already succeeded hold none (counting
+                    # the job's whole request made useful exceed allocated once, with kueue)
+                    useful += sum(v.gpus for _, v in bound)
                     continue
                 if bound:
                     partial += sum(v.gpus for _, v in bound)

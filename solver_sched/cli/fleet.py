@@ -53,7 +53,9 @@ def whatif(
     from solver_sched.cli.render import strict_failed, to_json, to_table
     from solver_sched.cycle import run_cycle
     from solver_sched.fleet.controller import fleet_config
-    from solver_sched.io.fleet_snapshot import MemberState, build_fleet, read_plan
+    from solver_sched.io.fleet_members import MemberState
+    from solver_sched.io.fleet_plan import read_plan
+    from solver_sched.io.fleet_snapshot import build_fleet
 
     members = []
     for spec in args.member:

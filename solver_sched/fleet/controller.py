@@ -31,23 +31,18 @@ from solver_sched.fleet.dispatch import (
 )
 from solver_sched.fleet.failover import copy_pods, due, trouble
 from solver_sched.fleet.members import MemberRegistry
-from solver_sched.io.fleet_objects import CLUSTER_GROUP, POLICY_GROUPS
-from solver_sched.io.fleet_snapshot import (
+from solver_sched.io.fleet_hub import (
     ANN_FAILOVER,
     ANN_FAILOVER_SINCE,
     ANN_TROUBLE,
     PREEMPTED,
     WITHDRAWING,
-    Dispatch,
-    FleetCache,
-    FleetSnapshot,
     HubJob,
-    MemberState,
-    PlanReading,
-    build_fleet,
-    copy_name,
-    read_plan,
 )
+from solver_sched.io.fleet_members import FleetCache, MemberState
+from solver_sched.io.fleet_objects import CLUSTER_GROUP, POLICY_GROUPS
+from solver_sched.io.fleet_plan import Dispatch, PlanReading, read_plan
+from solver_sched.io.fleet_snapshot import FleetSnapshot, build_fleet, copy_name
 from solver_sched.kube.api import ApiError, KubeApi
 from solver_sched.kube.loop import ControlLoop, LoopOptions, run_until_signalled
 from solver_sched.kube.resources import PRIORITY_CLASSES, PYTORCH_JOBS, Resource

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from solver_sched.fleet.sandbox import Fleet, fleet_sandbox
-from solver_sched.io.fleet_snapshot import ANN_CLUSTER, ANN_GENERATION
+from solver_sched.io.fleet_hub import ANN_CLUSTER, ANN_GENERATION
 from solver_sched.kube.api import ApiError
 from solver_sched.kube.sandbox import Kube, wait_for
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from solver_sched.io.fleet_snapshot import (
+from solver_sched.io.fleet_hub import (
     ANN_CLUSTER,
     ANN_FAILED,
     ANN_FAILOVER,
@@ -29,10 +29,10 @@ from solver_sched.io.fleet_snapshot import (
     KUBEFLOW_API,
     LABEL_GENERATION,
     LABEL_UID,
-    Copy,
     HubJob,
-    copy_name,
 )
+from solver_sched.io.fleet_members import Copy
+from solver_sched.io.fleet_snapshot import copy_name
 from solver_sched.io.kubeflow import KUBEFLOW_JOB_LABEL
 from solver_sched.kube.api import ApiError, KubeApi
 from solver_sched.kube.status import StatusWriter, rfc3339

@@ -12,7 +12,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from solver_sched.io.fleet_snapshot import FleetSnapshot, HubJob
+from solver_sched.io.fleet_hub import HubJob
+from solver_sched.io.fleet_snapshot import FleetSnapshot
 from solver_sched.io.kubeflow import KUBEFLOW_JOB_LABEL
 
 

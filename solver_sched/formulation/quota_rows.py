@@ -16,15 +16,20 @@ from solver_sched.formulation.problem import JobModel, QuotaRow
 def borrowing_and_below(
     snapshot: ClusterSnapshot, usage: Mapping[str, Mapping[str, int]]
 ) -> tuple[set[str], set[str]]:
-    """Leaves using more than their min of some resource, and leaves below min of some resource."""
+    """Leaves using more than their min of some guaranteed resource, and leaves below min of some
+    resource. A guaranteed resource is one that some queue has a min for; a queue that lists no
+    min for it is guaranteed 0 of it (as in Kueue and ElasticQuota), so all it uses is borrowed:
+    otherwise a queue without a min would hold, beyond reclaim, the room another queue is
+    guaranteed."""
+    queues = snapshot.quota.queues.values()
+    guaranteed = {r for q in queues for r, m in q.min.items() if m > 0}
     borrowing, below = set(), set()
-    for q in snapshot.quota.queues.values():
-        if q.min:
-            used = usage.get(q.name, {})
-            if any(used.get(r, 0) > m for r, m in q.min.items()):
-                borrowing.add(q.name)
-            if any(used.get(r, 0) < m for r, m in q.min.items()):
-                below.add(q.name)
+    for q in queues:
+        used = usage.get(q.name, {})
+        if any(used.get(r, 0) > q.min.get(r, 0) for r in guaranteed):
+            borrowing.add(q.name)
+        if any(used.get(r, 0) < m for r, m in q.min.items()):
+            below.add(q.name)
     return borrowing, below
 
 

@@ -250,8 +250,13 @@ class _Starts:
 
 
 def _borrowing(snapshot: ClusterSnapshot, queue: str, usage: dict[str, dict[str, int]]) -> bool:
+    """Uses more than its min of a resource that some queue of the tree is guaranteed; a min the
+    queue does not list is 0 (Kueue, ElasticQuota)."""
     q = snapshot.quota.queues.get(queue)
-    return q is not None and any(usage[queue].get(r, 0) > m for r, m in q.min.items())
+    if q is None:
+        return False
+    guaranteed = {r for other in snapshot.quota.queues.values() for r, m in other.min.items() if m}
+    return any(usage[queue].get(r, 0) > q.min.get(r, 0) for r in guaranteed)
 
 
 def _below_min(snapshot: ClusterSnapshot, queue: str, usage: dict[str, dict[str, int]]) -> bool:

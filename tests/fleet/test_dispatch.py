@@ -3,14 +3,8 @@
 from __future__ import annotations
 
 from solver_sched.fleet.dispatch import HubView, copy_body
-from solver_sched.io.fleet_snapshot import (
-    ANN_CLUSTER,
-    ANN_HUB_JOB,
-    LABEL_GENERATION,
-    LABEL_UID,
-    build_fleet,
-    copy_name,
-)
+from solver_sched.io.fleet_hub import ANN_CLUSTER, ANN_HUB_JOB, LABEL_GENERATION, LABEL_UID
+from solver_sched.io.fleet_snapshot import build_fleet, copy_name
 from tests.fleet.objects import policy, pytorchjob
 
 

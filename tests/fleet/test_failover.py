@@ -6,16 +6,15 @@ import json
 from typing import Any
 
 from solver_sched.fleet.failover import trouble
-from solver_sched.io.fleet_snapshot import (
+from solver_sched.io.fleet_hub import (
     ANN_CLUSTER,
     ANN_GENERATION,
     ANN_NODES,
     LABEL_GENERATION,
     LABEL_UID,
-    MemberState,
-    build_fleet,
-    copy_name,
 )
+from solver_sched.io.fleet_members import MemberState
+from solver_sched.io.fleet_snapshot import build_fleet, copy_name
 from tests.fleet.objects import node, pod, policy, pytorchjob
 
 
@@ -88,7 +87,7 @@ def test_the_failover_timer_is_read_from_the_hub_job() -> None:
     from datetime import UTC, datetime
 
     from solver_sched.fleet.failover import due
-    from solver_sched.io.fleet_snapshot import ANN_TROUBLE
+    from solver_sched.io.fleet_hub import ANN_TROUBLE
 
     job, fleet = _placed_job(**{ANN_TROUBLE: "2026-01-01T12:00:00Z"})
     assert job.trouble_since == datetime(2026, 1, 1, 12, tzinfo=UTC)
@@ -99,7 +98,7 @@ def test_the_failover_timer_is_read_from_the_hub_job() -> None:
 
 
 def test_a_bad_timer_is_reported_and_started_again() -> None:
-    from solver_sched.io.fleet_snapshot import ANN_TROUBLE
+    from solver_sched.io.fleet_hub import ANN_TROUBLE
 
     job, fleet = _placed_job(**{ANN_TROUBLE: "yesterday"})
     assert job.trouble_since is None
@@ -115,7 +114,7 @@ def test_every_new_placement_and_requeue_ends_the_timer() -> None:
     from datetime import UTC, datetime
 
     from solver_sched.fleet.dispatch import placement_changes, requeue_changes
-    from solver_sched.io.fleet_snapshot import ANN_FAILOVER_SINCE, ANN_TROUBLE
+    from solver_sched.io.fleet_hub import ANN_FAILOVER_SINCE, ANN_TROUBLE
 
     job, _ = _placed_job(**{ANN_TROUBLE: "2026-01-01T12:00:00Z"})
     assert placement_changes(job, "m2", {"master-0": "a"})[ANN_TROUBLE] is None

@@ -16,7 +16,7 @@ import pytest
 
 from solver_sched.fleet.controller import FleetController, FleetOptions
 from solver_sched.fleet.sandbox import Fleet, fleet_sandbox
-from solver_sched.io.fleet_snapshot import ANN_CLUSTER, LABEL_UID
+from solver_sched.io.fleet_hub import ANN_CLUSTER, LABEL_UID
 from solver_sched.kube.api import ApiError
 from solver_sched.kube.sandbox import Kube
 from tests.fleet.objects import node, pod, policy, priority_class, pytorchjob, quota_tree
@@ -601,7 +601,7 @@ def test_failover_timer_survives_a_fleet_restart(fl: FleetTest) -> None:
     the hub job's RFC 3339 annotation. At most one live copy at every sample."""
     from datetime import datetime
 
-    from solver_sched.io.fleet_snapshot import ANN_TROUBLE
+    from solver_sched.io.fleet_hub import ANN_TROUBLE
 
     toleration = 20
     _nodes(fl, "member-1", 1, gpus=8)

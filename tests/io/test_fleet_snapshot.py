@@ -9,19 +9,17 @@ from typing import Any
 
 from solver_sched.config.schema import SchedulerConfig
 from solver_sched.cycle import CycleResult, run_cycle
-from solver_sched.io.fleet_snapshot import (
+from solver_sched.io.fleet_hub import (
     ANN_CLUSTER,
     ANN_FAILED,
     ANN_GENERATION,
     ANN_NODES,
     LABEL_GENERATION,
     LABEL_UID,
-    FleetSnapshot,
-    MemberState,
-    build_fleet,
-    copy_name,
-    read_plan,
 )
+from solver_sched.io.fleet_members import MemberState
+from solver_sched.io.fleet_plan import read_plan
+from solver_sched.io.fleet_snapshot import FleetSnapshot, build_fleet, copy_name
 from solver_sched.planning.check import check
 from tests.fleet.objects import node, pod, policy, priority_class, pytorchjob, quota_tree
 
@@ -236,7 +234,7 @@ def test_a_kept_cache_gives_the_same_snapshot_and_sees_every_change() -> None:
     """The controller keeps one FleetCache across cycles: a build from it equals a fresh build,
     a changed object (a new dict, as a watch delivers it) is read again, a changed policy
     re-derives the queued pods, and objects gone are forgotten."""
-    from solver_sched.io.fleet_snapshot import FleetCache
+    from solver_sched.io.fleet_members import FleetCache
 
     m1 = [node("a", gpus=8), node("b", gpus=8), pod("other", "a", gpus=3)]
     hub = [policy(), pytorchjob("j", masters=1, workers=1, gpus=2)]
@@ -312,10 +310,31 @@ def test_priority_alone_never_withdraws_across_queues_nor_with_preemption_off() 
     assert off.withdrawals == {} and off.dispatches == {}
 
 
+def test_a_queue_under_its_guarantee_reclaims_from_a_borrower_across_queues() -> None:
+    """team-b is guaranteed 8 GPUs and uses none; default (no guarantee) borrows them with a
+    placed job. team-b's job, of a LOWER priority, reclaims the room: the borrower is withdrawn
+    and team-b's job placed. With queueReclaim off the borrower keeps running."""
+    borrower = pytorchjob("borrower", masters=1, workers=1, gpus=4, priority_class="high")
+    placed(borrower, "m1", {"master-0": "a", "worker-0": "a"})
+    owner = pytorchjob("owner", "team-b", masters=1, workers=1, gpus=4, priority_class="low")
+    hub = [policy(), policy(namespace="team-b"), priority_class("high", 1000)]
+    hub += [priority_class("low", 0), borrower, owner]
+    tree = quota_tree()
+    tree["spec"]["root"]["children"].append(
+        {"name": "team-b", "namespaces": ["team-b"], "max": {}, "min": {"nvidia.com/gpu": 8}}
+    )
+    members = MemberState("m1", [node("a")])
+    reclaim = _reading([*hub, tree], members)
+    assert set(reclaim.withdrawals) == {"default/borrower"}
+    assert reclaim.dispatches["team-b/owner"].cluster == "m1"
+    off = _reading([*hub, tree], members, queue_reclaim=False)
+    assert off.withdrawals == {} and off.dispatches == {}
+
+
 def test_a_job_being_withdrawn_is_not_withdrawn_twice_and_frees_its_room() -> None:
     """Its copy is being deleted: the plan may count on its room (it is going), and places the
     next job there, with no second withdrawal."""
-    from solver_sched.io.fleet_snapshot import ANN_FAILOVER, PREEMPTED
+    from solver_sched.io.fleet_hub import ANN_FAILOVER, PREEMPTED
 
     hub = _low_placed_high_queued()
     hub[4]["metadata"]["annotations"][ANN_FAILOVER] = PREEMPTED

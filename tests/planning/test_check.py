@@ -216,3 +216,32 @@ def test_cooldown_is_over_after_its_duration() -> None:
     later = NOW + timedelta(minutes=9)
     binds = tuple(bind(f"el-worker-{i}", "a") for i in range(2, 4))
     assert check(snap, Plan(binds=binds), later) == []
+
+
+def test_reclaim_may_take_all_a_queue_without_a_min_uses_and_nothing_without_a_guarantee() -> None:
+    """qb lists no min: every GPU it uses is borrowed, so qa (min 8, idle) may reclaim them. When
+    no queue is guaranteed anything, nothing is borrowed, and the same eviction is a violation."""
+
+    def snap(qa_min: dict[str, str]) -> ClusterSnapshot:
+        tree = quota_tree(
+            {
+                "name": "root",
+                "children": [
+                    {"name": "qa", "namespaces": ["default"], "min": qa_min},
+                    {"name": "qb", "namespaces": ["team-b"]},
+                ],
+            }
+        )
+        return snapshot(
+            node("a", gpus=8),
+            tree,
+            gang("b1", 8, namespace="team-b", running_on=["a"] * 8, priority=100),
+            gang("a1", 8),
+        )
+
+    plan = Plan(
+        evictions=(EvictJob("team-b/b1", tuple(f"team-b/b1-worker-{i}" for i in range(8)), "t"),),
+        binds=gang_binds("a1", 8, "a"),
+    )
+    assert check(snap({"nvidia.com/gpu": "8"}), plan, NOW) == []
+    assert check(snap({}), plan, NOW) != []

@@ -112,6 +112,21 @@ def test_queue_below_min_reclaims_borrowed_capacity(backend: str) -> None:
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_a_queue_without_a_min_borrows_all_it_uses(backend: str) -> None:
+    # team-b lists no min: it is guaranteed nothing, so its 8 running GPUs are all borrowed and
+    # team-a (min 8, idle) reclaims room for its gang, against team-b's higher priority.
+    snap = snapshot(
+        node("n", gpus=8),
+        tree({"min": {"nvidia.com/gpu": "8"}}, {}),
+        gang("b1", 8, namespace="team-b", running_on=["n"] * 8, priority=100),
+        gang("a1", 4, namespace="team-a", priority=0),
+    )
+    result = plan(snap, backend)
+    assert workers_after(snap, result.plan)["team-a/a1"] == 4
+    assert [e.job for e in result.plan.evictions] == ["team-b/b1"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_reclaim_never_pushes_a_queue_below_its_min(backend: str) -> None:
     # team-b runs exactly its min: team-a's pending gang may not take it.
     snap = snapshot(
