@@ -170,12 +170,16 @@ class Progress:
             self._bar.close()
 
 
+LOAD_AT_START = os.getloadavg()  # when the study was started (machine() runs at its end)
+
+
 def machine() -> dict[str, Any]:
     return {
         "cpus": os.cpu_count(),
         "platform": platform.platform(),
         "python": platform.python_version(),
-        "load_avg_at_start": os.getloadavg(),
+        "load_avg_at_start": LOAD_AT_START,
+        "load_avg_at_end": os.getloadavg(),
     }
 
 
@@ -307,7 +311,6 @@ def scale_main(args: argparse.Namespace, stacks: list[str]) -> int:
     meta = {
         "command": "python -m benchmarks.live " + " ".join(sys.argv[1:]),
         "machine": machine(),
-        "load_avg_at_end": os.getloadavg(),
     }
     (out / "results.json").write_text(json.dumps({"meta": meta, "results": results}, indent=1))
     return 0
