@@ -304,7 +304,11 @@ def scale_main(args: argparse.Namespace, stacks: list[str]) -> int:
     results = {}
     for stack in stacks:
         with stage_dir(args.keep, f"scale-{stack}-") as tmp:
-            results[stack] = scale_run(stack, args.scale_nodes, args.scale_pods, Path(tmp))
+            try:
+                results[stack] = scale_run(stack, args.scale_nodes, args.scale_pods, Path(tmp))
+            except (RuntimeError, FileNotFoundError, AssertionError) as exc:  # wait_for timed out
+                # a stage that does not come up at this size is a result too: say what failed
+                results[stack] = {"failed": str(exc)[:500]}
         print(f"{stack}: {json.dumps(results[stack])}", flush=True)
     out = args.out / f"scale-{args.scale_nodes}n-{args.scale_pods}p"
     out.mkdir(parents=True, exist_ok=True)

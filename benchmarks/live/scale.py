@@ -36,8 +36,10 @@ def scale_run(
 ) -> dict[str, Any]:
     sizes = gangs_for(pods)
     spec = StageSpec(stack, nodes=nodes, defer_stack=True)
+    began = time.monotonic()
     with Stage(spec, work) as stage:
         assert stage.info is not None
+        stage_up = time.monotonic() - began  # API server, controllers, nodes Ready
         api = KubeApi(load_client(stage.info.kubeconfig, pool_size=8))
         for i, size in enumerate(sizes):
             prio = "high" if i % 2 else "low"
@@ -51,6 +53,7 @@ def scale_run(
                 time.sleep(1.0)
         created = len(watch.snapshot())
         t0 = time.monotonic()
+        jobs_and_pods = t0 - began - stage_up
         stage.start_stack()
         started = time.monotonic() - t0
         placeable = min(pods, nodes * 8 // GPUS_PER_POD)
@@ -79,6 +82,8 @@ def scale_run(
             "nodes": nodes,
             "pods": pods,
             "gangs": len(sizes),
+            "stage_up_s": stage_up,
+            "jobs_and_pods_s": jobs_and_pods,
             "pods_created_before_start": created,
             "stack_start_s": started,
             "bound": len(watch.bound_at),
