@@ -257,10 +257,10 @@ def _variant(
     shares: dict[str, float] | None = None,
 ) -> _Candidate | None:
     """Another greedy candidate: starting gangs in the order of the LP relaxation's shares
-    (None when that is queue order: the same plan as greedy's), or value-aware victims."""
+    (None when that is greedy's own order: the same plan), or value-aware victims."""
     if shares is not None:
         order = queue_order(problem)
-        if start_order(problem, order, shares) == order:
+        if start_order(problem, order, shares) == start_order(problem, order, None):
             return None
     with timer("greedy"):
         st = greedy_plan(snapshot, problem, shares, value_aware=label == VALUE_AWARE)

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 
 from solver_sched.domain.snapshot import ClusterSnapshot
 from solver_sched.formulation.problem import JobModel, Problem
+from solver_sched.formulation.start_bonus import start_units
 from solver_sched.placement.state import PlanState
 from solver_sched.solvers.result import Assignment
 from solver_sched.solvers.victims import Victims
@@ -121,8 +122,14 @@ def queue_order(problem: Problem) -> list[int]:
 
 
 def start_order(problem: Problem, order: list[int], first: Mapping[str, float] | None) -> list[int]:
+    """Queue order, or ``first``'s. With a start bonus, gangs of one priority start smallest
+    first: a start of u units is worth (u + gangStart) units of its tier, so per GPU the smaller
+    gang is worth more (the density order of a knapsack), which the model prefers too."""
     if first is None:
-        return order
+        if not problem.gang_start:
+            return order
+        jobs = problem.jobs
+        return sorted(order, key=lambda j: (-jobs[j].priority, start_units(jobs[j]) or 0))
     return sorted(order, key=lambda j: -round(first.get(problem.jobs[j].name, 0.0), 3))
 
 
