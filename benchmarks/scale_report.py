@@ -14,6 +14,7 @@ import argparse
 import json
 import statistics
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -88,7 +89,7 @@ def plots(rows: list[dict[str, Any]], out: Path) -> list[Path]:
     sizes = [s for s in SIZES if any(r["size"] == s for r in rows)]
     presets = [p for p in PRESETS if any(r["preset"] == p for r in rows)]
     made = []
-    specs = [
+    specs: list[tuple[str, str, Callable[[dict[str, Any]], float], str]] = [
         ("gap", "gap to the best known (%)", lambda r: 100 * r["gap"], "scale-gap.png"),
         ("cycle", "cycle / target", lambda r: r["cycle"] / TARGETS[r["size"]], "scale-cycle.png"),
         ("paired", "cycle / greedy-only cycle", lambda r: r["paired"], "scale-paired.png"),
