@@ -46,6 +46,7 @@ GUIDED = "lp-greedy"  # greedy starting gangs in the order of the LP relaxation 
 VALUE_AWARE = "value-greedy"  # greedy taking no victim worth as much as the start (victims.py)
 DENSE = "dense-greedy"  # with a start bonus: gangs of one priority smallest first (greedy.py)
 NO_SEARCH_BELOW = 0.1  # of the budget: with less left the model is not even translated
+REPACKS = 3  # packings of the solver's plan after the first, while some job fails to pack
 VARIANTS = 0.5  # of a cycle's budget: greedy's other candidates end by then (docs/formulation.md)
 
 
@@ -177,8 +178,20 @@ def _cycle(
     # again (at XL that is 1-2 s). It is still tried when greedy's plan failed the checker.
     if values is not None and (values != hint or first.violations):
         with timer("plan"):
-            st, notes = pack(snapshot, problem, _assignment(model, built, values))
+            assignment = _assignment(model, built, values)
+            packing = time.perf_counter()
+            st, notes, failed = pack(snapshot, problem, assignment)
             candidates.append(_score(model, built, backend, st, notes, None))
+            packing = time.perf_counter() - packing
+            ahead: list[str] = []
+            for _ in range(REPACKS):  # the optimum lost in packing: again, those jobs first
+                ahead += [f for f in failed if f not in ahead]
+                if not failed or (
+                    budget is not None and time.perf_counter() + packing > start + budget
+                ):
+                    break
+                st, notes, failed = pack(snapshot, problem, assignment, first=ahead)
+                candidates.append(_score(model, built, backend, st, notes, None))
     candidates.sort(key=lambda c: c.rank, reverse=True)  # ties go to the solver
     rejected: list[str] = []
     for c in candidates:  # best first; fail closed: a plan the checker rejects is never emitted
