@@ -40,6 +40,7 @@ from solver_sched.solvers.greedy import (
 from solver_sched.solvers.lp import relaxation
 from solver_sched.solvers.milp import solve_milp
 from solver_sched.solvers.result import Assignment, SolveStats, SolveStatus
+from solver_sched.solvers.topology_baselines import BASELINES, replay
 
 BACKENDS = ("cpsat", "milp", "greedy")
 GUIDED = "lp-greedy"  # greedy starting gangs in the order of the LP relaxation (solvers/lp.py)
@@ -145,6 +146,13 @@ def _cycle(
                 others.append(_variant(snapshot, problem, model, built, timer, GUIDED, shares))
         if room_for_another():
             others.append(_variant(snapshot, problem, model, built, timer, VALUE_AWARE))
+        if problem.asks:  # never below a topology baseline's plan
+            for name, baseline in BASELINES.items():
+                if room_for_another():
+                    with timer("greedy"):
+                        st = replay(snapshot, problem, baseline(snapshot, topology))
+                    with timer("plan"):
+                        others.append(_score(model, built, name, st, [], None))
     plans = sorted((c for c in others if c is not None), key=lambda c: c.rank, reverse=True)
     first, rest = plans[0], plans[1:]  # the best greedy plan hints the solver
     hint = first.values if first.values is not None else hint
@@ -210,7 +218,9 @@ class _Candidate:
     def rank(self) -> tuple[bool, int, int]:
         """A candidate that does not map onto the model ranks last but stays eligible; ties go
         to the solver, then to greedy in queue order."""
-        tie = {"greedy": 2, GUIDED: 1, VALUE_AWARE: 0}.get(self.label, 3)
+        tie = {"greedy": 2, GUIDED: 1, VALUE_AWARE: 0}.get(
+            self.label, -1 if self.label in BASELINES else 3
+        )
         return (self.value is not None, self.value or 0, tie)
 
 
