@@ -45,7 +45,9 @@ from solver_sched.solvers.topology_baselines import BASELINES, replay
 BACKENDS = ("cpsat", "milp", "greedy")
 GUIDED = "lp-greedy"  # greedy starting gangs in the order of the LP relaxation (solvers/lp.py)
 VALUE_AWARE = "value-greedy"  # greedy taking no victim worth as much as the start (victims.py)
+DENSE = "dense-greedy"  # with a start bonus: gangs of one priority smallest first (greedy.py)
 NO_SEARCH_BELOW = 0.1  # of the budget: with less left the model is not even translated
+REPACKS = 3  # packings of the solver's plan after the first, while some job fails to pack
 VARIANTS = 0.5  # of a cycle's budget: greedy's other candidates end by then (docs/formulation.md)
 
 
@@ -153,6 +155,10 @@ def _cycle(
                         st = replay(snapshot, problem, baseline(snapshot, topology))
                     with timer("plan"):
                         others.append(_score(model, built, name, st, [], None))
+    if problem.gang_start and problem.too_large is None and room_for_another():
+        # the start bonus values small gangs more per GPU: greedy in that order too, for the
+        # greedy backend as well, so greedy and the model optimise the same objective
+        others.append(_variant(snapshot, problem, model, built, timer, DENSE))
     plans = sorted((c for c in others if c is not None), key=lambda c: c.rank, reverse=True)
     first, rest = plans[0], plans[1:]  # the best greedy plan hints the solver
     hint = first.values if first.values is not None else hint
@@ -180,8 +186,20 @@ def _cycle(
     # again (at XL that is 1-2 s). It is still tried when greedy's plan failed the checker.
     if values is not None and (values != hint or first.violations):
         with timer("plan"):
-            st, notes = pack(snapshot, problem, _assignment(model, built, values))
+            assignment = _assignment(model, built, values)
+            packing = time.perf_counter()
+            st, notes, failed = pack(snapshot, problem, assignment)
             candidates.append(_score(model, built, backend, st, notes, None))
+            packing = time.perf_counter() - packing
+            ahead: list[str] = []
+            for _ in range(REPACKS):  # the optimum lost in packing: again, those jobs first
+                ahead += [f for f in failed if f not in ahead]
+                if not failed or (
+                    budget is not None and time.perf_counter() + packing > start + budget
+                ):
+                    break
+                st, notes, failed = pack(snapshot, problem, assignment, first=ahead)
+                candidates.append(_score(model, built, backend, st, notes, None))
     candidates.sort(key=lambda c: c.rank, reverse=True)  # ties go to the solver
     rejected: list[str] = []
     for c in candidates:  # best first; fail closed: a plan the checker rejects is never emitted
@@ -218,8 +236,8 @@ class _Candidate:
     def rank(self) -> tuple[bool, int, int]:
         """A candidate that does not map onto the model ranks last but stays eligible; ties go
         to the solver, then to greedy in queue order."""
-        tie = {"greedy": 2, GUIDED: 1, VALUE_AWARE: 0}.get(
-            self.label, -1 if self.label in BASELINES else 3
+        tie = {"greedy": 3, DENSE: 2, GUIDED: 1, VALUE_AWARE: 0}.get(
+            self.label, -1 if self.label in BASELINES else 4
         )
         return (self.value is not None, self.value or 0, tie)
 
@@ -254,13 +272,17 @@ def _variant(
     shares: dict[str, float] | None = None,
 ) -> _Candidate | None:
     """Another greedy candidate: starting gangs in the order of the LP relaxation's shares
-    (None when that is greedy's own order: the same plan), or value-aware victims."""
-    if shares is not None:
-        order = queue_order(problem)
-        if start_order(problem, order, shares) == start_order(problem, order, None):
-            return None
+    (None when that is queue order: the same plan as greedy's), value-aware victims, or
+    smallest first (None when that is queue order too)."""
+    order = queue_order(problem)
+    if shares is not None and start_order(problem, order, shares) == order:
+        return None
+    if label == DENSE and start_order(problem, order, None, dense=True) == order:
+        return None
     with timer("greedy"):
-        st = greedy_plan(snapshot, problem, shares, value_aware=label == VALUE_AWARE)
+        st = greedy_plan(
+            snapshot, problem, shares, value_aware=label == VALUE_AWARE, dense=label == DENSE
+        )
         a = assignment_of(st)
         values = to_values(model, built, a.sizes, a.counts)
     with timer("plan"):

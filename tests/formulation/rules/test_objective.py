@@ -447,3 +447,25 @@ def test_a_pod_without_gpus_adds_nothing_to_packing() -> None:
     assert rm.terms(assign)["packing"] == 0
     assign |= {"y[default/g,1]": 1, rm.x("default/g-worker-0", "a"): 1}
     assert rm.terms(assign)["packing"] == -config().weights.packing * 1 * 8
+
+
+@pytest.mark.parametrize(
+    "weights",
+    [
+        {"tierFactor": 2},
+        {"tiers": [{"minPriority": 0, "weight": 10}, {"minPriority": 100, "weight": 20}]},
+    ],
+    ids=["tier-factor", "tiers"],
+)
+def test_the_default_start_bonus_never_rejects_tiers_set_alone(weights: dict[str, object]) -> None:
+    # The bonus is on by default; a config that sets only close tiers stays valid, and a cycle
+    # whose tiers cannot carry the bonus leaves it out (eight small gangs never outrank big).
+    cfg = config_from_mapping({"weights": weights}, "test")
+    assert cfg.weights.gang_start > 0
+    snap = snapshot(
+        node("n", gpus=8), gang("big", 8, priority=100), *(gang(f"s{i}", 1) for i in range(8))
+    )
+    after = workers_after(
+        snap, plan(snap, cfg=SchedulerConfig(weights=cfg.weights, settings=config().settings)).plan
+    )
+    assert after["default/big"] == 8
