@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from solver_sched.config.schema import SchedulerConfig, Settings
+from solver_sched.config.schema import ObjectiveWeights, SchedulerConfig, Settings, load_config
 from solver_sched.cycle import CycleResult, run_cycle
 from solver_sched.domain import resources as res
 from solver_sched.domain.snapshot import ClusterSnapshot
@@ -67,9 +67,10 @@ def _seconds(r: CycleResult) -> float:
 _BEST_OF: ClusterSnapshot | None = None  # the snapshot the forked child solves
 
 
-def _best_known(seconds: float) -> dict[str, Any]:
+def _best_known(seconds: float, weights: ObjectiveWeights) -> dict[str, Any]:
     assert _BEST_OF is not None
-    config = SchedulerConfig(settings=Settings(time_limit_seconds=seconds, workers=1))
+    settings = Settings(time_limit_seconds=seconds, workers=1)
+    config = SchedulerConfig(weights=weights, settings=settings)
     r = run_cycle(fresh(_BEST_OF), config, NOW, "cpsat", seconds)  # no cycle budget
     return {
         "objective": r.stats.objective,
@@ -90,7 +91,7 @@ def measure(inst: Instance, best: float, config: SchedulerConfig) -> dict[str, A
     _BEST_OF = snap
     if best > 0:
         with multiprocessing.get_context("fork").Pool(1) as pool:
-            offline = pool.apply(_best_known, (best,))
+            offline = pool.apply(_best_known, (best, config.weights))
     else:
         offline = {"objective": None, "status": "skipped", "bound": None, "model_objective": None}
     _BEST_OF = None
@@ -221,10 +222,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dev", action="store_true", help="development seeds 1, 2, ...")
     p.add_argument("--time-limit", type=float, help="override the cycle's search limit")
     p.add_argument("-o", "--out", type=Path, default=OUT / "scale.json")
+    p.add_argument("--config", type=Path, help="weights (SchedulerConfig YAML) for every solve")
     args = p.parse_args(argv)
-    config = SchedulerConfig()
+    config = load_config(args.config) if args.config else SchedulerConfig()
     if args.time_limit is not None:
-        config = SchedulerConfig(settings=Settings(time_limit_seconds=args.time_limit))
+        settings = config.settings.model_copy(update={"time_limit_seconds": args.time_limit})
+        config = config.model_copy(update={"settings": settings})
     rows = []
     for inst in instances(args.only, args.instances, args.dev):
         row = measure(inst, args.best, config)

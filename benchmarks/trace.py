@@ -4,23 +4,29 @@
     .venv/bin/python -m benchmarks.trace --with-philly   # adds a Philly sample
     .venv/bin/python -m benchmarks.trace --config w.yaml # solver-sched with other weights
     .venv/bin/python -m benchmarks.trace --mapping one   # elastic min = 1 pod (ElasticFlow style)
-    .venv/bin/python -m benchmarks.trace --windows       # + cluster04 over all 59.5 days (~3 min)
+    .venv/bin/python -m benchmarks.trace --windows       # cluster04 over all 59.5 days (~3 min)
+    .venv/bin/python -m benchmarks.trace --traces itp04 --days 5,15 --gpus 32,128  # windows, sizes
+    .venv/bin/python -m benchmarks.trace --traces philly --policies all,solver-sched:greedy
 
 Elastic jobs are mapped as torchrun ``--nnodes=R:2R`` by default (``--mapping requested``): the
 trace's requested size R is the guaranteed min, and elastic pods up to 2R use idle GPUs.
 ``--mapping one`` guarantees a single pod (min 1, max per trace): every arrival may then shrink
 running jobs to admit its one pod (rule 4), which is processor sharing.
 
-Writes benchmarks/results/trace/<study>/{results.json,jct_cdf.png,utilization.png} (git-ignored),
-prints one table per study and the targets of issue 4 checked against greedy gang FIFO (``fifo``)
-and greedy elastic (``elastic``) measured in the same run.
+``--gpus`` runs every study at each size with its load scaled by size / the study's own size
+(the offered load per GPU stays). Writes benchmarks/results/trace/<study>/{results.json,
+jct_cdf.png,utilization.png} and groups.json (git-ignored), prints one table per study, then per
+trace and size the median, worst and best ratio of solver-sched's average JCT to greedy gang FIFO
+(``fifo``) and greedy elastic (``elastic``) measured in the same run, and the targets of issue 4.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
+import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -30,54 +36,89 @@ from solver_sched.cycle import BACKENDS
 from solver_sched.sim.model import SimParams
 from solver_sched.sim.policies import POLICIES, parse_policies
 from solver_sched.sim.report import run_study, table
-from solver_sched.sim.traces import TraceOptions, load_trace
+from solver_sched.sim.traces import ShortTrace, TraceOptions, load_trace
 
 HOUR = 3600.0
 
 
 @dataclass(frozen=True)
 class Study:
-    name: str
     trace: str
     gpus: int
     opts: TraceOptions
+    window: str = ""  # which window of the trace: "day05", "seed2"; "" for the trace's one
+
+    @property
+    def name(self) -> str:
+        """Derived from what the study runs, so a label can never describe another study."""
+        load = f"{self.opts.load:g}".replace(".", "_")
+        return "-".join(x for x in (self.trace, f"{self.gpus}gpu", f"load{load}", self.window) if x)
+
+    def at(self, gpus: int) -> Study:
+        """The same study on another cluster size, at the same offered load per GPU: the
+        arrivals are compressed by gpus / (the study's own size)."""
+        load = self.opts.load * gpus / self.gpus
+        return replace(self, gpus=gpus, opts=replace(self.opts, load=load))
 
 
+DAY = 24 * HOUR
 STUDIES = (
     # ITP testbed window: 195 jobs, 5,490 GPU-h over 2 days; twice as dense on 64 GPUs.
-    Study("itp-64gpu-load2", "itp", 64, TraceOptions(jobs=195, load=2.0, max_duration=24 * HOUR)),
-    # Shockwave 220 jobs (404 GPU-h in 1.7 h of arrivals) on 32 GPUs.
-    Study("shockwave-32gpu-load1", "shockwave", 32, TraceOptions(jobs=220, load=1.0)),
+    Study("itp", 64, TraceOptions(jobs=None, load=2.0, max_duration=DAY)),
+    # Shockwave: every job of the shipped trace (404 GPU-h in 1.7 h of arrivals) on 32 GPUs.
+    Study("shockwave", 32, TraceOptions(jobs=None, load=1.0)),
     # ITP cluster04: 300 jobs from day 10 (gangs up to 64 GPUs) on 64 GPUs.
-    Study(
-        "itp04-64gpu-load1",
-        "itp04",
-        64,
-        TraceOptions(jobs=300, load=1.0, start="864000", max_duration=24 * HOUR),
-    ),
+    Study("itp04", 64, TraceOptions(jobs=300, load=1.0, start=str(10 * 86400), max_duration=DAY)),
 )
 # ITP cluster04 over its whole span: 300-job windows starting every 5 days, each at load 1 on 64
 # GPUs, pooled. One window is a small sample (its ratio vs FIFO ranges from 0.34 to 0.93).
 WINDOW_DAYS = tuple(range(0, 60, 5))
-WINDOWS = tuple(
-    Study(
-        f"itp04-64gpu-load1-day{day:02d}",
-        "itp04",
-        64,
-        TraceOptions(jobs=300, load=1.0, start=str(day * 86400), max_duration=24 * HOUR),
-    )
-    for day in WINDOW_DAYS
-)
+
+
+def itp04_window(day: int, jobs: int = 300) -> Study:
+    opts = TraceOptions(jobs=jobs, load=1.0, start=str(day * 86400), max_duration=DAY)
+    return Study("itp04", 64, opts, f"day{day:02d}")
+
+
+def philly(seed: int = 1) -> Study:
+    """300 jobs sampled from a week, 12x denser, on 32 GPUs; half the multi-GPU elastic."""
+    opts = TraceOptions(jobs=300, load=12.0, seed=seed, elastic_fraction=0.5, max_duration=DAY)
+    return Study("philly", 32, opts, f"seed{seed}" if seed != 1 else "")
+
+
 MAPPINGS = {  # elastic (min, max) factors of the requested size R; None: the trace's default max
     "requested": (1.0, 2.0),
     "one": (0.0, None),
 }
-PHILLY = Study(  # 300 jobs sampled from a week, 12x denser, on 32 GPUs; half the multi-GPU elastic
-    "philly-32gpu-load12",
-    "philly",
-    32,
-    TraceOptions(jobs=300, load=12.0, elastic_fraction=0.5, max_duration=24 * HOUR),
-)
+
+
+def select(args: argparse.Namespace) -> list[Study]:
+    """The studies the flags ask for, each at every size of ``--gpus`` (default: its own)."""
+    if args.traces:
+        names = [t.strip() for t in args.traces.split(",") if t.strip()]
+        unknown = sorted(set(names) - {"itp", "shockwave", "itp04", "philly"})
+        if unknown:
+            raise ValueError(
+                f"unknown trace {', '.join(unknown)}; the studies have itp, "
+                "shockwave, itp04, philly"
+            )
+    else:
+        names = ["itp", "shockwave", "itp04"] + (["philly"] if args.with_philly else [])
+    days = [int(d) for d in args.days.split(",")] if args.days else list(WINDOW_DAYS)
+    seeds = [int(x) for x in args.seeds.split(",")]
+    base: list[Study] = []
+    for name in names:
+        if name == "itp04" and (args.windows or args.days):
+            base += [itp04_window(d) for d in days]
+        elif name == "philly":
+            base += [philly(seed) for seed in seeds]
+        else:
+            base += [next(s for s in STUDIES if s.trace == name)]
+    if args.jobs is not None:
+        base = [replace(s, opts=replace(s.opts, jobs=args.jobs)) for s in base]
+    if not args.gpus:
+        return base
+    return [s.at(int(g)) for g in args.gpus.split(",") for s in base]
 
 
 def targets(summary: dict[str, dict[str, Any]], ours: str) -> list[str]:
@@ -123,8 +164,33 @@ def pooled(summaries: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, An
     return out
 
 
+def ratios(rows: list[dict[str, dict[str, Any]]], ours: str, base: str) -> list[float]:
+    return [r[ours]["avg_jct_h"] / r[base]["avg_jct_h"] for r in rows if base in r]
+
+
+def group_lines(name: str, rows: list[dict[str, dict[str, Any]]], ours: str) -> list[str]:
+    """One group of windows (or the one study) of a trace at one size: median and worst ratios
+    against each baseline measured in the same run, and the pooled utilization."""
+    out = []
+    for base in ("fifo", "elastic"):
+        rs = ratios(rows, ours, base)
+        if rs:
+            out.append(
+                f"{name:28s} vs {base:8s} median x{statistics.median(rs):.3f}  "
+                f"worst x{max(rs):.3f}  best x{min(rs):.3f}  ({len(rs)} windows)"
+            )
+    p = pooled(rows)
+    utils = " / ".join(f"{k} {v['util_useful']:.3f}" for k, v in p.items())
+    out.append(f"{name:28s} pooled useful util {utils}")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.trace", description=__doc__)
+    p = argparse.ArgumentParser(
+        prog="python -m benchmarks.trace",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--out", type=Path, default=Path("benchmarks/results/trace"))
     p.add_argument("--config", type=Path, help="SchedulerConfig YAML for solver-sched")
     p.add_argument("--backend", default="cpsat", choices=BACKENDS)
@@ -133,32 +199,36 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--with-philly", action="store_true")
     p.add_argument("--mapping", choices=sorted(MAPPINGS), default="requested")
     p.add_argument("--no-progress", action="store_true")
-    p.add_argument("--windows", action="store_true", help="add the cluster04 window sweep")
+    p.add_argument("--windows", action="store_true", help="cluster04 as its window sweep")
+    p.add_argument("--traces", help="comma-separated: itp, shockwave, itp04, philly")
+    p.add_argument("--days", help="cluster04 windows: start days (default 0,5,...,55)")
+    p.add_argument("--seeds", default="1", help="philly: comma-separated sampling seeds")
+    p.add_argument("--jobs", type=int, help="jobs per study (default: each study's own)")
+    p.add_argument(
+        "--gpus",
+        help="comma-separated cluster sizes; each study runs at each, its load scaled to keep "
+        "the offered load per GPU (default: each study's own size)",
+    )
     args = p.parse_args(argv)
     try:
         config = load_config(args.config) if args.config else SchedulerConfig()
-    except ConfigError as exc:
-        print(f"benchmarks.trace: {exc}", file=sys.stderr)
-        return 2
-    try:
         policies = parse_policies(args.policies)
-    except ValueError as exc:
+        studies = select(args)
+    except (ConfigError, ValueError) as exc:
         print(f"benchmarks.trace: {exc}", file=sys.stderr)
         return 2
-    studies = STUDIES + ((PHILLY,) if args.with_philly else ()) + (WINDOWS if args.windows else ())
-    verdicts = {}
-    swept: list[dict[str, dict[str, Any]]] = []
     ours = next((x for x in policies if x.startswith("solver-sched")), None)
-    done: dict[tuple[str, TraceOptions], dict[str, dict[str, Any]]] = {}  # run once per setup
+    groups: dict[str, list[dict[str, dict[str, Any]]]] = {}
     for study in studies:
         low, high = MAPPINGS[args.mapping]
         opts = replace(study.opts, gpus=study.gpus, min_factor=low, max_factor=high)
-        if (study.trace, opts) in done:  # the day-10 window is also the single cluster04 study
-            swept.append(done[(study.trace, opts)])
-            continue
-        jobs = load_trace(study.trace, opts)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ShortTrace)
+            jobs = load_trace(study.trace, opts)
+        for w in caught:
+            print(f"benchmarks.trace: {study.name}: {w.message}", file=sys.stderr)
         params = SimParams(gpus=study.gpus, cooldown=config.settings.cooldown)
-        extra = {"study": study.name, "load": study.opts.load, "mapping": args.mapping}
+        extra = {"study": study.name, "load": opts.load, "mapping": args.mapping}
         data, _ = run_study(
             study.trace,
             jobs,
@@ -180,28 +250,22 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(table(data))
         summary = {k: {**v, "gpus": study.gpus} for k, v in data["summary"].items()}
-        done[(study.trace, opts)] = summary
-        if study in WINDOWS:
-            swept.append(summary)
-        elif ours:
-            verdicts[study.name] = targets(summary, ours)
-    if swept and ours:
-        print(f"\n== cluster04 windows (days {', '.join(map(str, WINDOW_DAYS))}), {ours} vs fifo:")
-        ratios = []
-        for day, s in zip(WINDOW_DAYS, swept, strict=True):
-            utils = "  ".join(f"{k} {v['util_useful']:.3f}" for k, v in s.items())
-            if "fifo" in s:
-                ratios.append(s[ours]["avg_jct_h"] / s["fifo"]["avg_jct_h"])
-                utils = f"avg JCT x{ratios[-1]:.3f}   useful util {utils}"
-            print(f"   day {day:2d}: {utils}")
-        if ratios:
-            met = sum(r <= 0.8 for r in ratios)
-            median = statistics.median(ratios)
-            print(f"   median window x{median:.3f}; {met} of {len(ratios)} <= 0.80")
-        verdicts[f"cluster04, {len(swept)} windows pooled"] = targets(pooled(swept), ours)
-    for name, lines in verdicts.items():
-        print(f"\n-- targets, {name}")
-        print("\n".join("   " + line for line in lines))
+        groups.setdefault(f"{study.trace}-{study.gpus}gpu", []).append(summary)
+        if ours and len(studies) > 1 and "fifo" in summary:
+            r = summary[ours]["avg_jct_h"] / summary["fifo"]["avg_jct_h"]
+            print(f"   {study.name}: {ours} avg JCT x{r:.3f} of fifo")
+    if not ours:
+        print(f"\nresults in {args.out}/")
+        return 0
+    print(f"\n== {ours}, per trace and size (ratios of average JCT, same run):")
+    for name, rows in groups.items():
+        print("\n".join("   " + line for line in group_lines(name, rows, ours)))
+    for name, rows in groups.items():
+        label = name if len(rows) == 1 else f"{name}, {len(rows)} windows pooled"
+        print(f"\n-- targets, {label}")
+        print("\n".join("   " + line for line in targets(pooled(rows), ours)))
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "groups.json").write_text(json.dumps(groups, indent=1, default=str))
     print(f"\nresults in {args.out}/")
     return 0
 

@@ -40,11 +40,14 @@ from solver_sched.solvers.greedy import (
 from solver_sched.solvers.lp import relaxation
 from solver_sched.solvers.milp import solve_milp
 from solver_sched.solvers.result import Assignment, SolveStats, SolveStatus
+from solver_sched.solvers.topology_baselines import BASELINES, replay
 
 BACKENDS = ("cpsat", "milp", "greedy")
 GUIDED = "lp-greedy"  # greedy starting gangs in the order of the LP relaxation (solvers/lp.py)
 VALUE_AWARE = "value-greedy"  # greedy taking no victim worth as much as the start (victims.py)
+DENSE = "dense-greedy"  # with a start bonus: gangs of one priority smallest first (greedy.py)
 NO_SEARCH_BELOW = 0.1  # of the budget: with less left the model is not even translated
+REPACKS = 3  # packings of the solver's plan after the first, while some job fails to pack
 VARIANTS = 0.5  # of a cycle's budget: greedy's other candidates end by then (docs/formulation.md)
 
 
@@ -140,11 +143,27 @@ def _cycle(
     if backend != "greedy" and problem.too_large is None:
         if s.lp_guide and room_for_another():
             with timer("lp"):  # which gangs the relaxation starts: greedy in that order too
-                shares = relaxation(model, built, limit)
+                # within the candidates' share of the budget: at L with topology on, the LP of
+                # the per-domain model took 3.5 s of a 3 s target (docs/benchmarks.md section 5)
+                window = (
+                    limit if budget is None else start + VARIANTS * budget - time.perf_counter()
+                )
+                shares = relaxation(model, built, min(limit, window))
             if shares is not None and room_for_another():
                 others.append(_variant(snapshot, problem, model, built, timer, GUIDED, shares))
         if room_for_another():
             others.append(_variant(snapshot, problem, model, built, timer, VALUE_AWARE))
+        if problem.asks:  # never below a topology baseline's plan
+            for name, baseline in BASELINES.items():
+                if room_for_another():
+                    with timer("greedy"):
+                        st = replay(snapshot, problem, baseline(snapshot, topology))
+                    with timer("plan"):
+                        others.append(_score(model, built, name, st, [], None))
+    if problem.gang_start and problem.too_large is None and room_for_another():
+        # the start bonus values small gangs more per GPU: greedy in that order too, for the
+        # greedy backend as well, so greedy and the model optimise the same objective
+        others.append(_variant(snapshot, problem, model, built, timer, DENSE))
     plans = sorted((c for c in others if c is not None), key=lambda c: c.rank, reverse=True)
     first, rest = plans[0], plans[1:]  # the best greedy plan hints the solver
     hint = first.values if first.values is not None else hint
@@ -172,8 +191,20 @@ def _cycle(
     # again (at XL that is 1-2 s). It is still tried when greedy's plan failed the checker.
     if values is not None and (values != hint or first.violations):
         with timer("plan"):
-            st, notes = pack(snapshot, problem, _assignment(model, built, values))
+            assignment = _assignment(model, built, values)
+            packing = time.perf_counter()
+            st, notes, failed = pack(snapshot, problem, assignment)
             candidates.append(_score(model, built, backend, st, notes, None))
+            packing = time.perf_counter() - packing
+            ahead: list[str] = []
+            for _ in range(REPACKS):  # the optimum lost in packing: again, those jobs first
+                ahead += [f for f in failed if f not in ahead]
+                if not failed or (
+                    budget is not None and time.perf_counter() + packing > start + budget
+                ):
+                    break
+                st, notes, failed = pack(snapshot, problem, assignment, first=ahead)
+                candidates.append(_score(model, built, backend, st, notes, None))
     candidates.sort(key=lambda c: c.rank, reverse=True)  # ties go to the solver
     rejected: list[str] = []
     for c in candidates:  # best first; fail closed: a plan the checker rejects is never emitted
@@ -210,7 +241,9 @@ class _Candidate:
     def rank(self) -> tuple[bool, int, int]:
         """A candidate that does not map onto the model ranks last but stays eligible; ties go
         to the solver, then to greedy in queue order."""
-        tie = {"greedy": 2, GUIDED: 1, VALUE_AWARE: 0}.get(self.label, 3)
+        tie = {"greedy": 3, DENSE: 2, GUIDED: 1, VALUE_AWARE: 0}.get(
+            self.label, -1 if self.label in BASELINES else 4
+        )
         return (self.value is not None, self.value or 0, tie)
 
 
@@ -244,13 +277,17 @@ def _variant(
     shares: dict[str, float] | None = None,
 ) -> _Candidate | None:
     """Another greedy candidate: starting gangs in the order of the LP relaxation's shares
-    (None when that is queue order: the same plan as greedy's), or value-aware victims."""
-    if shares is not None:
-        order = queue_order(problem)
-        if start_order(problem, order, shares) == order:
-            return None
+    (None when that is queue order: the same plan as greedy's), value-aware victims, or
+    smallest first (None when that is queue order too)."""
+    order = queue_order(problem)
+    if shares is not None and start_order(problem, order, shares) == order:
+        return None
+    if label == DENSE and start_order(problem, order, None, dense=True) == order:
+        return None
     with timer("greedy"):
-        st = greedy_plan(snapshot, problem, shares, value_aware=label == VALUE_AWARE)
+        st = greedy_plan(
+            snapshot, problem, shares, value_aware=label == VALUE_AWARE, dense=label == DENSE
+        )
         a = assignment_of(st)
         values = to_values(model, built, a.sizes, a.counts)
     with timer("plan"):

@@ -282,3 +282,32 @@ def test_with_time_to_spare_the_other_greedy_candidates_are_tried() -> None:
     result = cycle_module.run_cycle(snap, cfg, NOW, "cpsat")
     assert "lp" in result.phases
     assert result.violations == []
+
+
+def test_the_models_optimum_survives_packing_when_an_earlier_job_takes_the_nodes() -> None:
+    """Two nodes of one class (4 GPUs, 30 CPUs each). The model starts all three gangs (GPUs
+    4 + 4, CPUs 30 + 30 summed over the class); packing in priority order puts both of the
+    urgent gang's pods on the first node (best fit), the first 3-GPU gang on the second, and the
+    other 3-GPU gang finds no node. Packed again with that gang first, all three fit (node 1:
+    3 + 1 GPUs, node 2: 1 + 3), so the cycle emits the model's optimum, not greedy's two gangs."""
+    snap = snapshot(
+        node("n1", gpus=4, cpu="30"),
+        node("n2", gpus=4, cpu="30"),
+        gang("urgent", 2, gpus=1, cpu="15", priority=1000),
+        gang("big-a", 1, gpus=3, cpu="15", priority=0),
+        gang("big-b", 1, gpus=3, cpu="15", priority=0),
+    )
+    greedy = plan(snap, "greedy")
+    assert sorted(n for n, k in workers_after(snap, greedy.plan).items() if k) == [
+        "default/big-a",
+        "default/urgent",
+    ]  # the scenario: greedy (and the first packing) leave one 3-GPU gang out
+    result = plan(snap, "cpsat")
+    assert result.violations == []
+    assert result.chosen == "cpsat"
+    assert result.stats.objective == result.stats.solver_objective
+    assert workers_after(snap, result.plan) == {
+        "default/urgent": 2,
+        "default/big-a": 1,
+        "default/big-b": 1,
+    }

@@ -15,12 +15,14 @@ stack the metrics and solver-sched's ratios against each peer from the same run.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -168,12 +170,16 @@ class Progress:
             self._bar.close()
 
 
+LOAD_AT_START = os.getloadavg()  # when the study was started (machine() runs at its end)
+
+
 def machine() -> dict[str, Any]:
     return {
         "cpus": os.cpu_count(),
         "platform": platform.platform(),
         "python": platform.python_version(),
-        "load_avg_at_start": os.getloadavg(),
+        "load_avg_at_start": LOAD_AT_START,
+        "load_avg_at_end": os.getloadavg(),
     }
 
 
@@ -196,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--scale", action="store_true", help="the scale run instead of the replay")
     p.add_argument("--scale-nodes", type=int, default=5000)
     p.add_argument("--scale-pods", type=int, default=10000)
+    p.add_argument("--keep", type=Path, help="keep each stage's directory (logs) under this")
     p.add_argument("--no-bar", action="store_true", help="no tqdm bar (lines on stderr instead)")
     args = p.parse_args(argv)
     stacks = list(STACKS) if args.stacks == "all" else args.stacks.split(",")
@@ -226,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.time()
     for stack in runnable:
         bar = Progress(len(jobs), stack, not args.no_bar)
-        with tempfile.TemporaryDirectory(prefix=f"live-{stack}-") as tmp:
+        with stage_dir(args.keep, f"live-{stack}-") as tmp:
             try:
                 s = run_stack(stack, jobs, args.nodes, params, Path(tmp), bar)
             except (RuntimeError, FileNotFoundError) as exc:
@@ -282,15 +289,33 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if summary else 1
 
 
+@contextlib.contextmanager
+def stage_dir(keep: Path | None, prefix: str) -> Iterator[str]:
+    """A stage's directory: kept with its logs under ``keep`` (to analyse a run), else removed."""
+    if keep is None:
+        with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+            yield tmp
+        return
+    keep.mkdir(parents=True, exist_ok=True)
+    yield tempfile.mkdtemp(prefix=prefix, dir=keep)
+
+
 def scale_main(args: argparse.Namespace, stacks: list[str]) -> int:
     results = {}
     for stack in stacks:
-        with tempfile.TemporaryDirectory(prefix=f"scale-{stack}-") as tmp:
-            results[stack] = scale_run(stack, args.scale_nodes, args.scale_pods, Path(tmp))
+        with stage_dir(args.keep, f"scale-{stack}-") as tmp:
+            try:
+                results[stack] = scale_run(stack, args.scale_nodes, args.scale_pods, Path(tmp))
+            except (RuntimeError, FileNotFoundError, AssertionError) as exc:  # wait_for timed out
+                # a stage that does not come up at this size is a result too: say what failed
+                results[stack] = {"failed": str(exc)[:500]}
         print(f"{stack}: {json.dumps(results[stack])}", flush=True)
     out = args.out / f"scale-{args.scale_nodes}n-{args.scale_pods}p"
     out.mkdir(parents=True, exist_ok=True)
-    meta = {"command": "python -m benchmarks.live --scale", "machine": machine()}
+    meta = {
+        "command": "python -m benchmarks.live " + " ".join(sys.argv[1:]),
+        "machine": machine(),
+    }
     (out / "results.json").write_text(json.dumps({"meta": meta, "results": results}, indent=1))
     return 0
 

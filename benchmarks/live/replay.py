@@ -56,6 +56,7 @@ class PodView:
     deleting: bool
     gpus: int
     finish_at: str | None
+    reason: str = ""  # the PodScheduled=False condition's message, as the scheduler wrote it
 
 
 @dataclass
@@ -73,6 +74,11 @@ class JobRun:
     partial_episodes: int = 0
     restarts: int = 0
     timeouts: int = 0
+    # where the queueing delay went (wall): pods first seen, first bind, whole gang bound
+    pods_seen: float | None = None
+    first_bind: float | None = None
+    all_bound: float | None = None
+    reasons: Counter[str] = field(default_factory=Counter)  # scheduler's message -> ticks seen
 
     @property
     def gpus(self) -> int:
@@ -103,6 +109,14 @@ class PodWatch:
             int((c.get("resources") or {}).get("limits", {}).get("nvidia.com/gpu", 0))
             for c in spec.get("containers") or []
         )
+        why = next(
+            (
+                c.get("message") or c.get("reason") or ""
+                for c in status.get("conditions") or []
+                if c.get("type") == "PodScheduled" and c.get("status") == "False"
+            ),
+            "",
+        )
         view = PodView(
             (meta.get("labels") or {}).get(JOB_LABEL, ""),
             meta["namespace"],
@@ -112,6 +126,7 @@ class PodWatch:
             bool(meta.get("deletionTimestamp")) or kind == "DELETED",
             gpus,
             (meta.get("annotations") or {}).get(FINISH_AT),
+            why[:160],
         )
         with self.lock:
             if view.node and uid not in self.bound_at:
@@ -233,6 +248,7 @@ class Replay:
         last = t0
         alloc_s = useful_s = partial_gpu_s = 0.0
         done = 0
+        ticks: list[float] = []  # wall seconds between the driver's looks (its own lag)
         while True:
             now = time.monotonic()
             while pending and pending[0].spec.arrival / p.compress <= now - t0:
@@ -256,6 +272,15 @@ class Replay:
                 bound = [(u, v) for u, v in active if v.node]
                 running = [(u, v) for u, v in active if v.phase == "Running"]
                 alloc += sum(v.gpus for _, v in bound)
+                if pods and run.pods_seen is None:
+                    run.pods_seen = now
+                if bound and run.first_bind is None:
+                    run.first_bind = now
+                if len(bound) + succeeded >= run.spec.pods and run.all_bound is None:
+                    run.all_bound = now
+                if run.first_start is None and not bound:
+                    why = next((v.reason for _, v in active if v.reason), "")
+                    run.reasons[_reason_class(why)] += 1
                 if succeeded >= run.spec.pods:
                     run.finished = now
                     run.running_since = None
@@ -299,6 +324,7 @@ class Replay:
                     run.partial_counted = False
             dt = now - last
             last = now
+            ticks.append(dt)
             alloc_s += alloc * dt
             useful_s += useful * dt
             partial_gpu_s += partial * dt
@@ -314,7 +340,11 @@ class Replay:
             time.sleep(p.tick)
         self.watch.stop.set()
         span = max(1e-9, (last - t0))
-        return self._summary(span, alloc_s, useful_s, partial_gpu_s)
+        out = self._summary(span, alloc_s, useful_s, partial_gpu_s)
+        # every start and finish is seen at a tick: a loaded machine makes them late for the
+        # stack that ran then, which the paired ratio does not cancel
+        out["driver_tick_s"] = {"mean": _mean(ticks), "p95": _pct(sorted(ticks), 0.95)}
+        return out
 
     def _summary(
         self, span: float, alloc_s: float, useful_s: float, partial_gpu_s: float
@@ -363,10 +393,38 @@ class Replay:
                     if r.finished is None or r.submitted is None
                     else (r.finished - r.submitted) * c / 3600,
                     "restarts": r.restarts,
+                    **self._delays(r),
                 }
                 for r in self.runs
             ],
         }
+
+    def _delays(self, r: JobRun) -> dict[str, Any]:
+        """A job's queueing delay in trace hours, split where it went: submit -> its pods exist
+        (Job controller), -> first pod bound (the scheduler's decision), -> every pod bound
+        (binding), -> the gang runs (KWOK's Running); and the scheduler's messages while it
+        waited (ticks of the driver per message class)."""
+        c = self.params.compress
+
+        def h(a: float | None, b: float | None) -> float | None:
+            return None if a is None or b is None else (b - a) * c / 3600
+
+        return {
+            "queue_h": h(r.submitted, r.first_start),
+            "to_pods_h": h(r.submitted, r.pods_seen),
+            "to_first_bind_h": h(r.pods_seen, r.first_bind),
+            "bind_span_h": h(r.first_bind, r.all_bound),
+            "to_running_h": h(r.all_bound, r.first_start),
+            "waiting_reasons": dict(r.reasons),
+        }
+
+
+def _reason_class(message: str) -> str:
+    """A scheduler's waiting message without its numbers and names (for counting)."""
+    if not message:
+        return "(none)"
+    words = [w for w in message.split() if not any(ch.isdigit() for ch in w)]
+    return " ".join(words)[:80]
 
 
 def burst(stage: Stage, gangs: int, gang: int = 64) -> dict[str, Any]:

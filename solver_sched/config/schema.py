@@ -59,7 +59,7 @@ class ObjectiveWeights(_Strict):
     tiers: tuple[PriorityTier, ...] = Field(default=(), description="explicit priority tiers")
     gang_break: int = Field(default=500, alias="gangBreak", ge=0, le=10**9)
     gang_start: int = Field(
-        default=0,
+        default=1,
         alias="gangStart",
         ge=0,
         le=64,
@@ -117,8 +117,10 @@ class ObjectiveWeights(_Strict):
     def _start_bonus_keeps_priorities(self) -> ObjectiveWeights:
         """Per GPU, 1-GPU gangs of one tier are worth (1 + gangStart) x its weight, a large gang of
         the next tier about its own weight: the step between tiers must cover the bonus, or small
-        low-priority gangs would outrank a large high-priority one."""
-        if not self.gang_start:
+        low-priority gangs would outrank a large high-priority one. Only a bonus given explicitly
+        is rejected: with the default one, tiers too close to carry it leave it out of the cycles
+        they meet (formulation/band.py), so a config that tunes only the tiers stays valid."""
+        if not self.gang_start or "gang_start" not in self.model_fields_set:
             return self
         need = 1 + self.gang_start
         if self.tiers:

@@ -26,6 +26,7 @@ from solver_sched.formulation.jobs import active_jobs, job_model, job_states
 from solver_sched.formulation.problem import Problem
 from solver_sched.formulation.quota_rows import borrowing_and_below, quota_rows
 from solver_sched.formulation.scale_in import scale_in_orders
+from solver_sched.formulation.start_bonus import withholdings
 from solver_sched.formulation.ties import tie_weights
 from solver_sched.formulation.topology import (
     class_domains,
@@ -83,6 +84,10 @@ def prepare(
         )
         for n in sorted(active)
     )
+    gang_start = weights.gang_start if bonus_keeps_tiers(tier, weights.gang_start) else 0
+    if gang_start:
+        withheld = withholdings(jobs)  # rule 9: what breaking each running gang withholds
+        jobs = tuple(replace(jm, withholds=withheld.get(jm.name, 0)) for jm in jobs)
     quotas = quota_rows(snapshot, jobs, active, usage_now, borrowing)
     open_domains = free_domains(snapshot, topology, keys) if weights.fragmentation else ()
     per_level: dict[str, set[object]] = {}
@@ -117,7 +122,7 @@ def prepare(
         clusters=tuple(sorted({n.cluster for n in snapshot.nodes.values()})),
         band=band,
         gang_break=weights.gang_break,
-        gang_start=weights.gang_start if bonus_keeps_tiers(tier, weights.gang_start) else 0,
+        gang_start=gang_start,
         elastic_weight=weights.elastic,
         eviction_weight=weights.elastic_eviction,
         packing_weight=weights.packing,

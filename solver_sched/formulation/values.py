@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 from solver_sched.domain.resources import GPU
 from solver_sched.domain.topology import Mode
+from solver_sched.formulation import start_bonus
 from solver_sched.formulation.build import Built
 from solver_sched.formulation.problem import JobModel, Problem
 
@@ -65,6 +66,8 @@ def to_values(
             for name, _ in _members(problem.jobs[j])
         )
         values[var] = min(model.ub[var], used)
+    for tier, (s, sb) in start_bonus.hint(problem, run, sizes).items():
+        values[v.bonus[tier][0]], values[v.bonus[tier][1]] = s, sb
     for key, var in built.triggers.items():
         starters = problem.triggers.get(key, ())
         values[var] = int(any(run[h] for h in starters))

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from solver_sched.formulation.linear import LinearModel
 from solver_sched.formulation.problem import JobModel, Problem
+from solver_sched.formulation.start_bonus import tiers_withheld
 
 
 @dataclass
@@ -35,6 +36,8 @@ class Vars:
     zt: dict[tuple[int, int, tuple[str, ...]], int] = field(default_factory=dict)
     b: dict[tuple[int, str, tuple[str, ...]], int] = field(default_factory=dict)
     e: dict[tuple[str, tuple[str, ...]], int] = field(default_factory=dict)
+    # start bonus (formulation/start_bonus.py): tier -> (bonuses paid, whether any is)
+    bonus: dict[int, tuple[int, int]] = field(default_factory=dict)
 
 
 def demand(problem: Problem) -> dict[int, dict[int, int]]:
@@ -81,6 +84,9 @@ def create(problem: Problem, model: LinearModel) -> Vars:
         for j, jm in enumerate(problem.jobs):
             for hours, n in jm.waiting_buckets:
                 v.r[(j, hours)] = model.var(f"r[{jm.name},{hours}]", 0, n)
+    for tier, (starters, _) in sorted(tiers_withheld(problem).items()):
+        n = sum(problem.jobs[j].count for j in starters)
+        v.bonus[tier] = (model.var(f"s[{tier}]", 0, n), model.var(f"sb[{tier}]", 0, 1))
     for r, row in enumerate(problem.quotas):
         if row.min_gpus > 0:
             v.u[r] = model.var(f"u[{row.queue}]", 0, row.min_gpus)

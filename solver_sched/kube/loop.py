@@ -212,6 +212,10 @@ class ControlLoop:
             if not self.ready():
                 self.stop.wait(0.1)
                 continue
+            # read before the cycle takes its snapshot: a change that lands while the cycle runs
+            # is not in that snapshot, so it must start the next cycle (after the debounce), not
+            # wait for yet another change or the whole interval
+            generation = self.store.generation
             try:
                 self.cycle()
             except ApiError as exc:  # the API server is away or refusing: next cycle retries
@@ -220,7 +224,6 @@ class ControlLoop:
             except Exception:  # a bug: must not kill the controller
                 log.exception("cycle failed")
                 self.metrics.cycles.labels("error").inc()
-            generation = self.store.generation
             deadline = time.monotonic() + self.opts.cycle_interval
             while not self.stop.is_set() and time.monotonic() < deadline:
                 changed = self.store.wait_for_change(generation, deadline - time.monotonic())

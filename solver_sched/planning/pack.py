@@ -5,11 +5,19 @@ The model reasons over classes of identical nodes; a class's summed capacity can
 single node holds. Packing goes job by job (guaranteed starts first, larger pods first) into the
 class the solver chose, then into any feasible node; a gang that still does not fit falls back,
 all-or-nothing, to the largest allowed size it already holds (0 when it was starting).
+
+Packing is greedy, so an earlier job may take the only nodes a later one could use (a pod that
+finds no node in its own class falls back to any node, including one counted for another job).
+The cycle then packs again with the jobs that failed first (``first``, up to three times while
+some job fails and the budget has room) and keeps the best plan by the model objective. On the
+hetero-resource S instances (GPU model as an extended resource), dev seeds 1-400: 8 solver plans
+lost 0.16-1.49% of the model's value in packing before, none after.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Collection
 
 from solver_sched.domain import resources as res
 from solver_sched.domain.cluster import Pod
@@ -20,14 +28,20 @@ from solver_sched.solvers.result import Assignment
 
 
 def pack(
-    snapshot: ClusterSnapshot, problem: Problem, assignment: Assignment
-) -> tuple[PlanState, list[str]]:
+    snapshot: ClusterSnapshot,
+    problem: Problem,
+    assignment: Assignment,
+    first: Collection[str] = (),
+) -> tuple[PlanState, list[str], list[str]]:
+    """The plan state, its notes and the jobs that could not be packed at their target size.
+    Jobs named in ``first`` are packed before all others (a retry after they failed)."""
     st = PlanState(snapshot, problem)
     st.prefer = dict(assignment.domains)  # the solver's domains, tried first
     budget: Counter[tuple[int, int]] = Counter()  # pods per (shape, class) the solver chose
     for (_job, sid, cid), n in assignment.counts.items():
         budget[(sid, cid)] += n
     notes: list[str] = []
+    failed: list[str] = []
     jobs = problem.jobs
     target = {jm.name: assignment.sizes.get(jm.name, 0) for jm in jobs}
     for j, jm in enumerate(jobs):  # evictions first: they make the room
@@ -35,7 +49,13 @@ def pack(
             st.resize(j, target[jm.name], check_quota=False)
     growing = [j for j, jm in enumerate(jobs) if target[jm.name] > jm.current]
     growing.sort(
-        key=lambda j: (not jobs[j].starting, -jobs[j].priority, -_largest(problem, j), jobs[j].name)
+        key=lambda j: (
+            jobs[j].name not in first,
+            not jobs[j].starting,
+            -jobs[j].priority,
+            -_largest(problem, j),
+            jobs[j].name,
+        )
     )
     chooser = _chooser(st, problem, budget)
     for j in growing:
@@ -47,11 +67,12 @@ def pack(
                 else max((o.size for o in jm.options if o.size <= jm.current), default=0)
             )
             st.resize(j, fallback, check_quota=False)
+            failed.append(jm.name)
             notes.append(
                 f"repair: {jm.name} could not be packed at {target[jm.name]} pods; "
                 f"kept at {fallback}"
             )
-    return st, notes
+    return st, notes, failed
 
 
 def _largest(problem: Problem, j: int) -> int:

@@ -330,10 +330,14 @@ class SolverSchedPolicy:
 
 
 def parse_policies(text: str) -> list[str]:
-    """``all`` or a comma-separated list of policy names (``solver-sched:<backend>`` allowed)."""
-    if text.strip() == "all":
-        return list(POLICIES)
-    names = [p.strip() for p in text.split(",") if p.strip()]
+    """A comma-separated list of policy names (``solver-sched:<backend>`` allowed), where ``all``
+    stands for every standard policy (``all,solver-sched:greedy`` adds greedy's); duplicates are
+    kept once, in order."""
+    names: list[str] = []
+    for p in (p.strip() for p in text.split(",")):
+        for n in POLICIES if p == "all" else (p,) if p else ():
+            if n not in names:
+                names.append(n)
     for n in names:
         if n not in POLICIES and not (
             n.startswith("solver-sched:") and n.split(":", 1)[1] in BACKENDS

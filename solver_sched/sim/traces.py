@@ -38,6 +38,7 @@ import csv
 import math
 import os
 import random
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -59,9 +60,14 @@ MIN_DURATION = 60.0
 MAX_GPU_TIME = 1000 * 3600.0
 
 
+class ShortTrace(UserWarning):
+    """The selection holds fewer jobs than were asked for: results would silently describe a
+    smaller study."""
+
+
 @dataclass(frozen=True)
 class TraceOptions:
-    jobs: int = 300
+    jobs: int | None = 300  # at most this many (None: every job of the selection)
     load: float = 1.0
     seed: int = 1
     path: Path | None = None  # override the file of the trace
@@ -80,17 +86,26 @@ def load_trace(name: str, opts: TraceOptions) -> list[TraceJob]:
         raise ValueError(f"unknown trace {name!r}; choose one of {', '.join(TRACES)}")
     factor = opts.max_factor if opts.max_factor is not None else DEFAULT_MAX_FACTOR[name]
     if name == "synthetic":
-        return synthetic(opts.jobs, opts.gpus, opts.load, opts.seed, factor, opts.max_duration)
+        n = opts.jobs if opts.jobs is not None else 300
+        return synthetic(n, opts.gpus, opts.load, opts.seed, factor, opts.max_duration)
     path = opts.path or TRACE_DIR / FILES[name]
     text = path.read_text()
     if name == "philly":
-        rows = philly_rows(text, opts.start or PHILLY_START, opts.window_days, opts.jobs, opts.seed)
+        begin = opts.start or PHILLY_START
+        rows = philly_rows(text, begin, opts.window_days, opts.jobs, opts.seed)
         jobs = _philly_jobs(rows, factor, opts.elastic_fraction, opts.seed)
     elif name in ("itp", "itp04"):
         start = float(opts.start) if opts.start else 0.0
         jobs = itp_jobs(text, factor, start, opts.jobs)
     else:
         jobs = shockwave_jobs(text, factor)[: opts.jobs]
+    if opts.jobs is not None and len(jobs) < opts.jobs:
+        warnings.warn(
+            f"trace {name}: the selection holds {len(jobs)} jobs, fewer than the {opts.jobs} "
+            f"asked for (--jobs); the study runs on {len(jobs)}",
+            ShortTrace,
+            stacklevel=2,
+        )
     if opts.min_factor > 0:
         jobs = [_with_min(j, opts.min_factor) for j in jobs]
     return finish(jobs, opts.load, opts.max_duration)
@@ -156,9 +171,10 @@ def map_job(
 
 
 def philly_rows(
-    text: str, start: str, window_days: float, n: int, seed: int
+    text: str, start: str, window_days: float, n: int | None, seed: int
 ) -> list[dict[str, str]]:
-    """``n`` kept rows sampled from the window, by submission time (all of them if fewer)."""
+    """``n`` kept rows sampled from the window, by submission time (all of them if fewer, or
+    if ``n`` is None)."""
     begin = datetime.fromisoformat(start)
     end = begin + timedelta(days=window_days)
     kept = []
@@ -171,7 +187,7 @@ def philly_rows(
         if begin <= datetime.fromisoformat(row["timestamp"]) < end:
             kept.append(row)
     kept.sort(key=lambda r: (r["timestamp"], r["cluster"], r["duration"], r["num_gpus"]))
-    if len(kept) > n:
+    if n is not None and len(kept) > n:
         picked = sorted(random.Random(seed).sample(range(len(kept)), n))
         kept = [kept[i] for i in picked]
     return kept

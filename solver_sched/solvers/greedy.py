@@ -20,6 +20,7 @@ from collections.abc import Mapping
 
 from solver_sched.domain.snapshot import ClusterSnapshot
 from solver_sched.formulation.problem import JobModel, Problem
+from solver_sched.formulation.start_bonus import start_units
 from solver_sched.placement.state import PlanState
 from solver_sched.solvers.result import Assignment
 from solver_sched.solvers.victims import Victims
@@ -39,12 +40,14 @@ def greedy_plan(
     problem: Problem,
     first: Mapping[str, float] | None = None,
     value_aware: bool = False,
+    dense: bool = False,
 ) -> PlanState:
     """The greedy decision as a concrete plan state (nodes chosen, queue rows kept). ``first``:
     gangs to start are tried in descending order of it (the share of each job the model's LP
     relaxation runs, solvers/lp.py), queue order among equals; by default in queue order.
     ``value_aware``: a start takes no victim that alone gives up as much guaranteed value as the
-    start brings (victims.take_loss, start_gain)."""
+    start brings (victims.take_loss, start_gain). ``dense``: gangs of one priority start smallest
+    first (``start_order``), for the start bonus."""
     st = PlanState(snapshot, problem)
     jobs = problem.jobs
     fired: dict[int, set[str]] = {}
@@ -53,7 +56,7 @@ def greedy_plan(
             fired.setdefault(h, set()).add(key)
     order = queue_order(problem)
     victims = Victims(st, order, value_aware)
-    starts = start_order(problem, order, first)
+    starts = start_order(problem, order, first, dense)
     for j in order:  # 1. irregular sizes
         jm = jobs[j]
         if not jm.running_ok and not jm.starting:
@@ -120,7 +123,16 @@ def queue_order(problem: Problem) -> list[int]:
     return sorted(range(len(jobs)), key=key)
 
 
-def start_order(problem: Problem, order: list[int], first: Mapping[str, float] | None) -> list[int]:
+def start_order(
+    problem: Problem, order: list[int], first: Mapping[str, float] | None, dense: bool = False
+) -> list[int]:
+    """Queue order, or ``first``'s. ``dense``: gangs of one priority smallest first. With a
+    start bonus a start of u units is worth (u + gangStart) units of its tier, so per GPU the
+    smaller gang is worth more (a knapsack's density order); like that greedy it can also leave
+    GPUs idle, so the cycle keeps it only as another candidate, valued by the model."""
+    if dense:
+        jobs = problem.jobs
+        return sorted(order, key=lambda j: (-jobs[j].priority, start_units(jobs[j]) or 0))
     if first is None:
         return order
     return sorted(order, key=lambda j: -round(first.get(problem.jobs[j].name, 0.0), 3))

@@ -1,8 +1,11 @@
-"""The trace study's pooling of windows: hand-computed from two made-up summaries."""
+"""The trace study's pooling of windows (hand-computed from two made-up summaries) and the studies
+the flags select."""
+
+import argparse
 
 import pytest
 
-from benchmarks.trace import pooled, targets
+from benchmarks.trace import pooled, select, targets
 
 
 def _row(jct: float, jobs: int, util: float, makespan: float, restarts: float) -> dict[str, float]:
@@ -32,3 +35,35 @@ def test_windows_pool_jobs_and_gpu_time() -> None:
     verdicts = targets(p, "ours")
     assert verdicts[0].startswith("avg JCT vs fifo     0.688") and verdicts[0].endswith("ok")
     assert verdicts[1].endswith("MISSED")  # utilization 0.675 < 0.875
+
+
+def _args(*argv: object) -> argparse.Namespace:
+    """The study's flags as main parses them, without running anything."""
+    ns = argparse.Namespace(
+        traces=None, with_philly=False, windows=False, days=None, seeds="1", jobs=None, gpus=None
+    )
+    flags = dict(zip(argv[::2], argv[1::2], strict=True))
+    for k, v in flags.items():
+        setattr(ns, str(k).lstrip("-").replace("-", "_"), v)
+    return ns
+
+
+def test_labels_are_derived_from_what_runs() -> None:
+    names = [s.name for s in select(_args())]
+    assert names == ["itp-64gpu-load2", "shockwave-32gpu-load1", "itp04-64gpu-load1"]
+    shockwave = select(_args("--traces", "shockwave"))[0]
+    assert shockwave.opts.jobs is None  # every job of the trace, not a hard-coded count
+    scaled = select(_args("--traces", "itp,philly", "--gpus", "128", "--seeds", "1,2"))
+    assert [s.name for s in scaled] == [
+        "itp-128gpu-load4",
+        "philly-128gpu-load48",
+        "philly-128gpu-load48-seed2",
+    ]
+    assert scaled[2].opts.seed == 2
+    windows = select(_args("--traces", "itp04", "--days", "5,15", "--jobs", 100))
+    assert [(s.name, s.opts.start, s.opts.jobs) for s in windows] == [
+        ("itp04-64gpu-load1-day05", str(5 * 86400), 100),
+        ("itp04-64gpu-load1-day15", str(15 * 86400), 100),
+    ]
+    with pytest.raises(ValueError, match="unknown trace nope"):
+        select(_args("--traces", "itp,nope"))

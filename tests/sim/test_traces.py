@@ -1,12 +1,16 @@
-"""Trace loaders on a few hand-written rows, and the common job mapping."""
+"""Trace loaders on a few hand-written rows, the common job mapping, and the policy list the
+studies take."""
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import pytest
 
+from solver_sched.sim.policies import POLICIES, parse_policies
 from solver_sched.sim.traces import (
+    ShortTrace,
     TraceOptions,
     load_trace,
     map_job,
@@ -57,13 +61,13 @@ def test_map_job_elastic_bounds_are_powers_of_two() -> None:
 def test_philly_filters_window_and_maps_vc(tmp_path: Path) -> None:
     f = tmp_path / "philly.csv"
     f.write_text(PHILLY)
-    jobs = load_trace("philly", TraceOptions(jobs=10, path=f, load=2.0))
+    jobs = load_trace("philly", TraceOptions(jobs=3, path=f, load=2.0))
     # dropped: duration < 60 s, >= 1000 GPU-hours, and the row before the window
     assert [(j.gpus, j.queue) for j in jobs] == [(16, "vc2"), (1, "vc1"), (4, "vc3")]
     assert [j.arrival for j in jobs] == [0.0, 900.0, 4500.0]  # shifted, divided by the load
     assert jobs[0].gpus_per_pod == 8 and jobs[0].pods == 2
     assert not any(j.elastic for j in jobs)  # Philly is rigid unless asked
-    some = load_trace("philly", TraceOptions(jobs=10, path=f, elastic_fraction=1.0))
+    some = load_trace("philly", TraceOptions(jobs=3, path=f, elastic_fraction=1.0))
     assert [j.elastic for j in some] == [True, False, True]
     assert len(load_trace("philly", TraceOptions(jobs=2, path=f))) == 2  # sampled
 
@@ -71,7 +75,7 @@ def test_philly_filters_window_and_maps_vc(tmp_path: Path) -> None:
 def test_itp_every_multi_gpu_job_elastic_up_to_its_size(tmp_path: Path) -> None:
     f = tmp_path / "itp.csv"
     f.write_text(ITP)
-    jobs = load_trace("itp", TraceOptions(path=f))
+    jobs = load_trace("itp", TraceOptions(path=f, jobs=None))
     assert [j.arrival for j in jobs] == [0.0, 100.0, 300.0]
     assert [(j.gpus, j.min_pods, j.max_pods, j.gpus_per_pod) for j in jobs] == [
         (1, 0, 0, 1),
@@ -85,7 +89,7 @@ def test_itp_every_multi_gpu_job_elastic_up_to_its_size(tmp_path: Path) -> None:
 def test_shockwave_mode_marks_elastic(tmp_path: Path) -> None:
     f = tmp_path / "s.trace"
     f.write_text(SHOCKWAVE)
-    jobs = load_trace("shockwave", TraceOptions(path=f))
+    jobs = load_trace("shockwave", TraceOptions(path=f, jobs=None))
     assert [(j.gpus, j.elastic, j.max_pods) for j in jobs] == [
         (1, True, 2),
         (4, False, 0),
@@ -111,5 +115,24 @@ def test_unknown_trace() -> None:
 def test_min_factor_raises_the_elastic_min(tmp_path: Path) -> None:
     f = tmp_path / "itp.csv"
     f.write_text(ITP)
-    jobs = load_trace("itp", TraceOptions(path=f, min_factor=0.5))
+    jobs = load_trace("itp", TraceOptions(path=f, jobs=None, min_factor=0.5))
     assert [(j.min_pods, j.max_pods) for j in jobs] == [(0, 0), (4, 8), (1, 2)]
+
+
+def test_a_short_selection_says_how_many_jobs_it_found(tmp_path: Path) -> None:
+    f = tmp_path / "itp.csv"
+    f.write_text(ITP)
+    with pytest.warns(ShortTrace, match="holds 3 jobs, fewer than the 10 asked for"):
+        assert len(load_trace("itp", TraceOptions(path=f, jobs=10))) == 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # enough jobs, or every job asked for: no warning
+        assert len(load_trace("itp", TraceOptions(path=f, jobs=3))) == 3
+        assert len(load_trace("itp", TraceOptions(path=f, jobs=None))) == 3
+
+
+def test_policies_all_combines_with_named_ones() -> None:
+    assert parse_policies("all,solver-sched:greedy") == [*POLICIES, "solver-sched:greedy"]
+    assert parse_policies("fifo, all") == ["fifo", *(p for p in POLICIES if p != "fifo")]
+    assert parse_policies("all") == list(POLICIES)
+    with pytest.raises(ValueError, match="unknown policy 'nope'"):
+        parse_policies("all,nope")

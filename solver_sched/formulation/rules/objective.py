@@ -2,7 +2,8 @@
 
 Guaranteed band (times ``band`` > the largest elastic band, so rule 4 holds for any weights):
   guaranteed[tier]  tier_weight[j] * guaranteed_units[j,s] * y[j,s]
-  gang_start        gang_start * tier_weight[j] * run_j         (pending gangs only)
+  gang_start        gang_start * tier_weight[j] * run_j         (pending gangs only; in a tier
+                    where a break withholds bonuses, gang_start * tier * s[tier]: start_bonus.py)
   waiting           waiting_weight * hours_waited[j] * run_j   (pending gangs only; for a
                     counted type: waiting_weight * h * r[t,h], sum_h r[t,h] <= run_t)
   gang_break        -gang_break * y[j,0]                       (running gangs broken)
@@ -16,6 +17,7 @@ Elastic band:
 from __future__ import annotations
 
 from solver_sched.domain.resources import GPU
+from solver_sched.formulation import start_bonus
 from solver_sched.formulation.linear import LinearModel
 from solver_sched.formulation.problem import Problem
 from solver_sched.formulation.variables import Vars
@@ -30,9 +32,6 @@ def add(problem: Problem, model: LinearModel, v: Vars) -> None:
             f"guaranteed[priority={jm.priority}]",
             [(ys[k], jm.tier_weight * o.guaranteed_units) for k, o in enumerate(jm.options)],
         )
-        if jm.starting and problem.gang_start:
-            w = problem.gang_start * jm.tier_weight
-            model.term("guaranteed", "gang_start", [(y, w) for y in ys[1:]])
         if jm.waiting_hours:  # only a starting job has waited (formulation/jobs.py)
             w = problem.waiting_weight * jm.waiting_hours
             model.term("guaranteed", "waiting", [(y, w) for y in ys[1:]])
@@ -55,6 +54,7 @@ def add(problem: Problem, model: LinearModel, v: Vars) -> None:
             "elastic_eviction",
             [(ys[k], -problem.eviction_weight * o.evicted) for k, o in enumerate(jm.options)],
         )
+    start_bonus.add(problem, model, v.y, v.bonus)
     packing = []
     for (sid, cid), var in v.x.items():
         gpus = problem.shapes[sid].requests.get(GPU, 0)

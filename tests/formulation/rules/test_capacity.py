@@ -2,6 +2,7 @@
 
 import pytest
 
+from solver_sched.config.schema import ObjectiveWeights
 from solver_sched.formulation.rules import capacity
 from tests.support.builders import (
     assert_solver_decided,
@@ -207,15 +208,17 @@ def test_a_class_sums_its_nodes() -> None:
 def test_the_solver_fills_a_node_greedy_fragments(backend: str) -> None:
     """One 8-GPU node, pods of 5, 4 and 4 GPUs: greedy starts a (5) first and then fits neither
     b nor c; the optimum starts b and c and uses all eight GPUs. With capacity rows missing,
-    the solver would start all three and packing would undo its plan."""
+    the solver would start all three and packing would undo its plan. Without the start bonus:
+    with it greedy starts the smaller gangs first and finds the optimum itself."""
     snap = snapshot(
         node("n", gpus=8), gang("a", 1, gpus=5), gang("b", 1, gpus=4), gang("c", 1, gpus=4)
     )
-    result = plan(snap, backend, cfg=config(lp_guide=False))  # the solver alone
+    cfg = config(lp_guide=False).model_copy(update={"weights": ObjectiveWeights(gang_start=0)})
+    result = plan(snap, backend, cfg=cfg)  # the solver alone
     assert (result.violations, result.chosen) == ([], backend)
     assert_solver_decided(result)
     assert workers_after(snap, result.plan) == {"default/a": 0, "default/b": 1, "default/c": 1}
-    assert workers_after(snap, plan(snap, "greedy").plan)["default/a"] == 1
+    assert workers_after(snap, plan(snap, "greedy", cfg=cfg).plan)["default/a"] == 1
 
 
 def test_rows_only_for_resources_pending_pods_request() -> None:

@@ -2,6 +2,7 @@
 
 import pytest
 
+from solver_sched.config.schema import ObjectiveWeights
 from solver_sched.formulation.rules import gang as gang_rule
 from tests.support.builders import (
     assert_solver_decided,
@@ -167,7 +168,8 @@ def test_the_pods_of_a_size_between_options_cannot_be_placed() -> None:
 @pytest.mark.parametrize("backend", ["cpsat", "milp"])
 def test_the_solver_packs_two_gangs_where_greedy_places_one(backend: str) -> None:
     """Two 4-GPU nodes. Greedy takes gang a first (two 3-GPU pods, one per node) and then has no
-    room for b (two 2-GPU pods) or c (one 4-GPU pod); the optimum starts b and c instead."""
+    room for b (two 2-GPU pods) or c (one 4-GPU pod); the optimum starts b and c instead.
+    Without the start bonus: with it, greedy's smallest-first candidate finds the optimum."""
     snap = snapshot(
         node("n1", gpus=4),
         node("n2", gpus=4),
@@ -175,8 +177,9 @@ def test_the_solver_packs_two_gangs_where_greedy_places_one(backend: str) -> Non
         gang("b", 2, gpus=2),
         gang("c", 1, gpus=4),
     )
-    result = plan(snap, backend, cfg=config(lp_guide=False))  # the solver alone
+    cfg = config(lp_guide=False).model_copy(update={"weights": ObjectiveWeights(gang_start=0)})
+    result = plan(snap, backend, cfg=cfg)  # the solver alone
     assert (result.violations, result.chosen) == ([], backend)
     assert_solver_decided(result)
     assert workers_after(snap, result.plan) == {"default/a": 0, "default/b": 2, "default/c": 1}
-    assert workers_after(snap, plan(snap, "greedy").plan)["default/a"] == 2  # greedy's own plan
+    assert workers_after(snap, plan(snap, "greedy", cfg=cfg).plan)["default/a"] == 2  # greedy's own

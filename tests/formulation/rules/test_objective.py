@@ -1,5 +1,7 @@
 """Rule 9: named objective terms, their values, and weight validation."""
 
+from typing import Any
+
 import pytest
 
 from solver_sched.config.schema import (
@@ -8,6 +10,7 @@ from solver_sched.config.schema import (
     SchedulerConfig,
     config_from_mapping,
 )
+from solver_sched.domain.snapshot import ClusterSnapshot
 from solver_sched.formulation.prepare import prepare
 from solver_sched.formulation.problem import JobModel
 from solver_sched.formulation.rules import objective
@@ -80,31 +83,46 @@ def test_gang_start_prefers_more_gangs_on_the_same_gpus(
     assert result.terms.get("gang_start", 0) == gang_start * 1000 * len(started)
 
 
+@pytest.mark.parametrize(("gang_start", "started"), [(0, {"big"}), (2, {"a", "b", "c"})])
+def test_greedy_honours_the_start_bonus(gang_start: int, started: set[str]) -> None:
+    # big has waited longest, so queue order tries it first; with the bonus greedy starts the
+    # gangs of one priority smallest first, as the model values them, and finds the model's plan.
+    snap = snapshot(
+        node("n", gpus=4),
+        gang("big", 4, created="2026-01-01T06:00:00Z"),
+        gang("a", 1),
+        gang("b", 1),
+        gang("c", 1),
+    )
+    result = plan(snap, "greedy", cfg=_with_start_bonus(gang_start))
+    after = workers_after(snap, result.plan)
+    assert {name.split("/")[1] for name, n in after.items() if n} == started
+
+
 def _with_start_bonus(gang_start: int) -> SchedulerConfig:
     return SchedulerConfig(
         weights=ObjectiveWeights(gang_start=gang_start), settings=config().settings
     )
 
 
-CAVEAT = pytest.mark.xfail(
-    strict=True,
-    reason="known limit of gangStart (docs/formulation.md): once a start licenses a break, the "
-    "bonus can pay for more breaks than it needs; every withholding tried blocked legitimate "
-    "preemptions or reclaims instead (see the two tests below)",
-)
-
-
-@pytest.mark.parametrize("gang_start", [0, pytest.param(2, marks=CAVEAT)])
-@pytest.mark.parametrize("backend", ["cpsat", "milp"])
-def test_a_higher_priority_start_breaks_only_what_it_needs(backend: str, gang_start: int) -> None:
-    # hi (priority 10) may break one priority-0 gang. Breaking the second one as well would only
-    # make room for four 1-GPU priority-0 gangs: equal priority never preempts. With the start
-    # bonus those four starts outweigh the second break.
-    snap = snapshot(
+def _l1_l2_hi(*more: Any) -> ClusterSnapshot:
+    """l1 and l2 (4 GPUs each, priority 0) fill node n; hi (4 GPUs, priority 10) waits."""
+    return snapshot(
         node("n", gpus=8),
         gang("l1", 4, running_on=["n"] * 4, priority=0),
         gang("l2", 4, running_on=["n"] * 4, priority=0),
         gang("hi", 4, priority=10),
+        *more,
+    )
+
+
+@pytest.mark.parametrize("gang_start", [0, 2])
+@pytest.mark.parametrize("backend", ["cpsat", "milp"])
+def test_a_higher_priority_start_breaks_only_what_it_needs(backend: str, gang_start: int) -> None:
+    # hi (priority 10) may break one priority-0 gang. Breaking the second one as well would only
+    # make room for four 1-GPU priority-0 gangs: equal priority never preempts. Their four start
+    # bonuses would outweigh the second break, but breaking l2 withholds four bonuses of its tier.
+    snap = _l1_l2_hi(
         *(gang(f"s{i}", 1, priority=0) for i in range(4)),
     )
     result = plan(snap, backend, cfg=_with_start_bonus(gang_start))
@@ -115,26 +133,82 @@ def test_a_higher_priority_start_breaks_only_what_it_needs(backend: str, gang_st
     assert all(after[f"default/s{i}"] == 0 for i in range(4))
 
 
+@pytest.mark.parametrize("gang_start", [0, 2])
 @pytest.mark.parametrize("backend", ["cpsat", "milp"])
-def test_start_bonus_never_stops_a_preemption(backend: str) -> None:
-    # hi (priority 10) breaks l1 or l2 to start, while small gangs of both tiers start on m either
-    # way. Withholding their bonuses for the break (as two tried fixes of the caveat above did:
-    # from every start at or above the victim's priority, or of the victim's tier) would cost
-    # more than hi gains over the break (16000 - 4000 - 500), and hi would wait.
-    snap = snapshot(
-        node("n", gpus=8),
-        node("m", gpus=8),
-        gang("l1", 4, running_on=["n"] * 4, priority=0),
-        gang("l2", 4, running_on=["n"] * 4, priority=0),
-        gang("hi", 4, priority=10),
+def test_start_bonus_never_stops_a_preemption(backend: str, gang_start: int) -> None:
+    # hi and s0, s1 (priority 10) do not all fit in m's 4 free GPUs: hi breaks l1 or l2, with or
+    # without the bonus. Priority-0 gangs z start in what is left, their bonuses withheld for the
+    # break (two of them start, fewer than the four l's room could hold): the preemption still
+    # pays (24000 + 3 x 8000 - 4500 against 2 x 12000 + 2 x 3000 without it).
+    snap = _l1_l2_hi(
+        node("m", gpus=4),
         *(gang(f"s{i}", 1, priority=10) for i in range(2)),
         *(gang(f"z{i}", 1, priority=0) for i in range(6)),
     )
-    result = plan(snap, backend, cfg=_with_start_bonus(2))
+    result = plan(snap, backend, cfg=_with_start_bonus(gang_start))
     assert result.violations == []
     after = workers_after(snap, result.plan)
-    assert after["default/hi"] == 4
+    assert (after["default/hi"], after["default/s0"], after["default/s1"]) == (4, 1, 1)
     assert after["default/l1"] + after["default/l2"] == 4
+    assert sum(after[f"default/z{i}"] for i in range(6)) == 2
+
+
+def test_a_fitting_start_does_not_break_to_free_room_for_its_tier() -> None:
+    # hi fits in m's free GPUs. Moving it onto l2's room instead (breaking l2) would leave m to
+    # four priority-0 gangs: a swap of l2 for gangs of its own tier, which the withheld bonuses
+    # make a loss, as it is without the bonus (the gang_break penalty).
+    snap = _l1_l2_hi(
+        node("m", gpus=4),
+        *(gang(f"z{i}", 1, priority=0) for i in range(4)),
+    )
+    after = workers_after(snap, plan(snap, cfg=_with_start_bonus(2)).plan)
+    assert (after["default/hi"], after["default/l1"], after["default/l2"]) == (4, 4, 4)
+
+
+def _caveat() -> RuleModel:
+    """l2 (4 GPUs, priority 0) runs on n beside l1; four 1-GPU priority-0 gangs wait."""
+    return rule_model(
+        _l1_l2_hi(
+            *(gang(f"s{i}", 1, priority=0) for i in range(4)),
+        ),
+        objective.add,
+        cfg=config_from_mapping({"weights": {"gangStart": 2}}, "test"),
+    )
+
+
+def test_breaking_a_gang_withholds_the_bonuses_its_room_could_pay() -> None:
+    """The start-bonus rows alone, values fixed: breaking l2 for four priority-0 starts pays
+    no bonus for them; the same four starts with l2 kept would be paid in full."""
+    rm = _caveat()
+    assert _job(rm, "default/l2").withholds == 4  # four 1-GPU gangs fit in its 4 GPUs
+    tier = _job(rm, "default/s0").tier_weight
+    starts = {f"y[default/s{i},1]": 1 for i in range(4)}
+    hi = {"y[default/hi,4]": 1}
+    broken = {"y[default/l1,0]": 1, "y[default/l2,0]": 1, **hi, **starts}
+    assert rm.violated({**broken, f"s[{tier}]": 1, f"sb[{tier}]": 1}) != []  # none left to pay
+    assert rm.violated({**broken, f"s[{tier}]": 0, f"sb[{tier}]": 0}) == []
+    one_broken = {"y[default/l1,0]": 1, "y[default/l2,4]": 1, **hi, **starts}
+    assert rm.violated({**one_broken, f"s[{tier}]": 0, f"sb[{tier}]": 1}) == []
+    kept = {"y[default/l1,4]": 1, "y[default/l2,4]": 1, **starts}
+    paid = {**kept, f"s[{tier}]": 4, f"sb[{tier}]": 1}
+    assert rm.violated(paid) == []
+    assert rm.terms(paid)["gang_start"] == 4 * 2 * tier
+    # the second break costs its units and the penalty, and buys no bonus
+    alone = {"y[default/l1,0]": 1, "y[default/l2,4]": 1, **hi}
+    alone |= {f"y[default/s{i},0]": 1 for i in range(4)}
+    assert rm.violated(alone) == []
+    assert rm.objective({**broken, f"s[{tier}]": 0}) < rm.objective(alone)
+
+
+def test_withholding_stops_at_zero() -> None:
+    """A break that starts nothing of its tier costs no bonus: s may not go negative, and the
+    other tiers' bonuses are untouched."""
+    rm = _caveat()
+    hi = _job(rm, "default/hi")
+    assign = {"y[default/l1,0]": 1, "y[default/l2,4]": 1, "y[default/hi,4]": 1}
+    assign |= {f"y[default/s{i},0]": 1 for i in range(4)}
+    assert rm.violated(assign) == []
+    assert rm.terms(assign)["gang_start"] == 2 * hi.tier_weight
 
 
 @pytest.mark.parametrize("backend", ["cpsat", "milp"])
@@ -373,3 +447,25 @@ def test_a_pod_without_gpus_adds_nothing_to_packing() -> None:
     assert rm.terms(assign)["packing"] == 0
     assign |= {"y[default/g,1]": 1, rm.x("default/g-worker-0", "a"): 1}
     assert rm.terms(assign)["packing"] == -config().weights.packing * 1 * 8
+
+
+@pytest.mark.parametrize(
+    "weights",
+    [
+        {"tierFactor": 2},
+        {"tiers": [{"minPriority": 0, "weight": 10}, {"minPriority": 100, "weight": 20}]},
+    ],
+    ids=["tier-factor", "tiers"],
+)
+def test_the_default_start_bonus_never_rejects_tiers_set_alone(weights: dict[str, object]) -> None:
+    # The bonus is on by default; a config that sets only close tiers stays valid, and a cycle
+    # whose tiers cannot carry the bonus leaves it out (eight small gangs never outrank big).
+    cfg = config_from_mapping({"weights": weights}, "test")
+    assert cfg.weights.gang_start > 0
+    snap = snapshot(
+        node("n", gpus=8), gang("big", 8, priority=100), *(gang(f"s{i}", 1) for i in range(8))
+    )
+    after = workers_after(
+        snap, plan(snap, cfg=SchedulerConfig(weights=cfg.weights, settings=config().settings)).plan
+    )
+    assert after["default/big"] == 8

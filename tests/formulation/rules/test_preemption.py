@@ -260,3 +260,40 @@ def test_scaling_in_to_one_pod_needs_a_start_too(size: int, ok: bool) -> None:
         preemption.add,
     )
     assert (rm.violated({f"y[default/e,{size}]": 1}) == []) is ok
+
+
+def _violated_at(rm: RuleModel, point: dict[str, float]) -> list[str]:
+    """Rows a fractional point breaks: what the LP relaxation sees (lp-greedy's shares, solvers/
+    lp.py, and CP-SAT's LP bound), where a looser coefficient gives a whole break for half a
+    start."""
+    index = {n: i for i, n in enumerate(rm.model.names)}
+    values = [0.0] * len(index)
+    for name, value in point.items():
+        values[index[name]] = value
+    bad = []
+    for con in rm.model.constraints:
+        act = sum(c * values[v] for v, c in con.terms)
+        if (con.lo is not None and act < con.lo - 1e-9) or (
+            con.hi is not None and act > con.hi + 1e-9
+        ):
+            bad.append(con.name)
+    return bad
+
+
+@pytest.mark.parametrize(
+    ("point", "row"),
+    [
+        pytest.param({HIGH: 0.5, "fires[prio:(none):0]": 1}, "trigger[", id="trigger"),
+        pytest.param({LOW: 1, "fires[prio:(none):0]": 0.5}, "break[", id="break"),
+    ],
+)
+def test_the_rows_are_tight_in_the_relaxation(point: dict[str, float], row: str) -> None:
+    """A trigger fires no more than its starts sum to, a gang breaks no more than its triggers
+    fire, also in fractions: half a start licenses half a break, never a whole one."""
+    assert [n for n in _violated_at(_contested(), point) if n.startswith(row)] != []
+
+
+def test_a_scale_in_is_tight_in_the_relaxation() -> None:
+    rm = _contested(high_priority=0)
+    bad = _violated_at(rm, {E: 1, "fires[any]": 0.5})
+    assert [n for n in bad if n.startswith("shrink[")] == ["shrink[default/e]"]

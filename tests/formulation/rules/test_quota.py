@@ -4,6 +4,7 @@ from typing import Any
 
 import pytest
 
+from solver_sched.config.schema import ObjectiveWeights
 from solver_sched.formulation.rules import quota as quota_rule
 from tests.support.builders import (
     assert_solver_decided,
@@ -370,7 +371,8 @@ def test_the_min_in_use_counts_only_guaranteed_gpus_placed(used: int, ok: bool) 
 def test_the_solver_fills_a_queue_max_greedy_fragments(backend: str) -> None:
     """team-a may use 8 GPUs: greedy starts a (5 GPUs) first and then neither b nor c fits
     under the max; the optimum starts b and c (8 GPUs). Without the quota rows the solver
-    would start all three (13 GPUs) and the checker would reject its plan."""
+    would start all three (13 GPUs) and the checker would reject its plan. Without the
+    start bonus: with it, greedy's smallest-first candidate finds the optimum itself."""
     snap = snapshot(
         node("n", gpus=16),
         tree({"max": {"nvidia.com/gpu": "8"}}, {}),
@@ -378,7 +380,8 @@ def test_the_solver_fills_a_queue_max_greedy_fragments(backend: str) -> None:
         gang("b", 1, gpus=4, namespace="team-a"),
         gang("c", 1, gpus=4, namespace="team-a"),
     )
-    result = plan(snap, backend, cfg=config(lp_guide=False))  # the solver alone
+    cfg = config(lp_guide=False).model_copy(update={"weights": ObjectiveWeights(gang_start=0)})
+    result = plan(snap, backend, cfg=cfg)  # the solver alone
     assert (result.violations, result.chosen) == ([], backend)
     assert_solver_decided(result)
     assert workers_after(snap, result.plan) == {"team-a/a": 0, "team-a/b": 1, "team-a/c": 1}
