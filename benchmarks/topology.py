@@ -13,7 +13,8 @@ Metrics at the rack level over the gangs each plan starts: rack crossings (racks
 summed), racks per multi-pod gang, GPUs idle in partly used racks, GPU value (GPUs x 4 per
 priority rank), gangs split although one rack could hold them, required gangs split.
 
-    .venv/bin/python -m benchmarks.topology [--seeds 20] [--time-limit 10] [--presets rack8,...]
+    .venv/bin/python -m benchmarks.topology [--seeds 20] [--first-seed 1001] [--time-limit 10]
+        [--presets rack8,...]
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from solver_sched.synthetic.topology import RACK_LABEL, TOPOLOGY_PRESETS, topolo
 NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)
 OUT = Path(__file__).resolve().parent / "results"
 SOLVERS = ("greedy", "solver-sched")
+REPORT_SEEDS = 1001  # reported runs start here; weights are tuned on seeds below 1000
 
 
 def run_instance(preset: str, seed: int, cfg: SchedulerConfig) -> dict[str, Any]:
@@ -45,6 +47,7 @@ def run_instance(preset: str, seed: int, cfg: SchedulerConfig) -> dict[str, Any]
     topo = snap.topologies["default"]
     row: dict[str, Any] = {"preset": preset, "seed": seed, "nodes": len(snap.nodes)}
     plans: dict[str, tuple[Plan, float]] = {}
+    chosen = ""
     for name, baseline in BASELINES.items():
         t = time.perf_counter()
         plans[name] = (baseline(snap, topo), time.perf_counter() - t)
@@ -52,9 +55,11 @@ def run_instance(preset: str, seed: int, cfg: SchedulerConfig) -> dict[str, Any]
         t = time.perf_counter()
         result = run_cycle(snap, cfg, NOW, "greedy" if name == "greedy" else None)
         plans[name] = (result.plan, time.perf_counter() - t)
+        chosen = result.chosen if name == "solver-sched" else chosen
     for name, (plan, secs) in plans.items():
         bad = check(snap, plan, NOW, False, False, topo)
         row[name] = {**asdict(metrics(snap, plan, topo, RACK_LABEL)), "s": secs, "bad": bad}
+    row["chosen"] = chosen  # the candidate solver-sched's cycle emitted
     return row
 
 
@@ -120,6 +125,9 @@ def summary(rows: list[dict[str, Any]]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--seeds", type=int, default=20)
+    p.add_argument(
+        "--first-seed", type=int, default=REPORT_SEEDS, help="reported runs: 1001 on; tune < 1000"
+    )
     p.add_argument("--time-limit", type=float, default=10.0)
     p.add_argument("--presets", default=",".join(TOPOLOGY_PRESETS))
     args = p.parse_args(argv)
@@ -133,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     rows = []
     for preset in args.presets.split(","):
-        for seed in range(args.seeds):
+        for seed in range(args.first_seed, args.first_seed + args.seeds):
             rows.append(run_instance(preset, seed, cfg))
             print(f"{preset} seed {seed} done", flush=True)
     for line in summary(rows):

@@ -4,16 +4,20 @@
     .venv/bin/python -m benchmarks.trace --with-philly   # adds a Philly sample
     .venv/bin/python -m benchmarks.trace --config w.yaml # solver-sched with other weights
     .venv/bin/python -m benchmarks.trace --mapping one   # elastic min = 1 pod (ElasticFlow style)
-    .venv/bin/python -m benchmarks.trace --windows       # + cluster04 over all 59.5 days (~3 min)
+    .venv/bin/python -m benchmarks.trace --windows       # cluster04 over all 59.5 days (~3 min)
+    .venv/bin/python -m benchmarks.trace --traces itp04 --days 5,15 --gpus 32,128  # windows, sizes
+    .venv/bin/python -m benchmarks.trace --traces philly --policies all,solver-sched:greedy
 
 Elastic jobs are mapped as torchrun ``--nnodes=R:2R`` by default (``--mapping requested``): the
 trace's requested size R is the guaranteed min, and elastic pods up to 2R use idle GPUs.
 ``--mapping one`` guarantees a single pod (min 1, max per trace): every arrival may then shrink
 running jobs to admit its one pod (rule 4), which is processor sharing.
 
-Writes benchmarks/results/trace/<study>/{results.json,jct_cdf.png,utilization.png} (git-ignored),
-prints one table per study and the targets of issue 4 checked against greedy gang FIFO (``fifo``)
-and greedy elastic (``elastic``) measured in the same run.
+``--gpus`` runs every study at each size with its load scaled by size / the study's own size
+(the offered load per GPU stays). Writes benchmarks/results/trace/<study>/{results.json,
+jct_cdf.png,utilization.png} and groups.json (git-ignored), prints one table per study, then per
+trace and size the median, worst and best ratio of solver-sched's average JCT to greedy gang FIFO
+(``fifo``) and greedy elastic (``elastic``) measured in the same run, and the targets of issue 4.
 """
 
 from __future__ import annotations

@@ -40,6 +40,7 @@ from solver_sched.solvers.greedy import (
 from solver_sched.solvers.lp import relaxation
 from solver_sched.solvers.milp import solve_milp
 from solver_sched.solvers.result import Assignment, SolveStats, SolveStatus
+from solver_sched.solvers.topology_baselines import BASELINES, replay
 
 BACKENDS = ("cpsat", "milp", "greedy")
 GUIDED = "lp-greedy"  # greedy starting gangs in the order of the LP relaxation (solvers/lp.py)
@@ -142,11 +143,23 @@ def _cycle(
     if backend != "greedy" and problem.too_large is None:
         if s.lp_guide and room_for_another():
             with timer("lp"):  # which gangs the relaxation starts: greedy in that order too
-                shares = relaxation(model, built, limit)
+                # within the candidates' share of the budget: at L with topology on, the LP of
+                # the per-domain model took 3.5 s of a 3 s target (docs/benchmarks.md section 5)
+                window = (
+                    limit if budget is None else start + VARIANTS * budget - time.perf_counter()
+                )
+                shares = relaxation(model, built, min(limit, window))
             if shares is not None and room_for_another():
                 others.append(_variant(snapshot, problem, model, built, timer, GUIDED, shares))
         if room_for_another():
             others.append(_variant(snapshot, problem, model, built, timer, VALUE_AWARE))
+        if problem.asks:  # never below a topology baseline's plan
+            for name, baseline in BASELINES.items():
+                if room_for_another():
+                    with timer("greedy"):
+                        st = replay(snapshot, problem, baseline(snapshot, topology))
+                    with timer("plan"):
+                        others.append(_score(model, built, name, st, [], None))
     if problem.gang_start and problem.too_large is None and room_for_another():
         # the start bonus values small gangs more per GPU: greedy in that order too, for the
         # greedy backend as well, so greedy and the model optimise the same objective
@@ -228,7 +241,9 @@ class _Candidate:
     def rank(self) -> tuple[bool, int, int]:
         """A candidate that does not map onto the model ranks last but stays eligible; ties go
         to the solver, then to greedy in queue order."""
-        tie = {"greedy": 3, DENSE: 2, GUIDED: 1, VALUE_AWARE: 0}.get(self.label, 4)
+        tie = {"greedy": 3, DENSE: 2, GUIDED: 1, VALUE_AWARE: 0}.get(
+            self.label, -1 if self.label in BASELINES else 4
+        )
         return (self.value is not None, self.value or 0, tie)
 
 

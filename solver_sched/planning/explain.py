@@ -125,16 +125,14 @@ def _topology_reason(st: PlanState, name: str, missing: list[Pod]) -> str:
 
 
 def _moments(before: int, after: int, what: str) -> str:
-    """"5 GPUs free ... before this plan; 1 after it", or the one count when the plan changed
+    """ "5 GPUs free ... before this plan; 1 after it", or the one count when the plan changed
     nothing there."""
     if before == after:
         return f"{after} {what}, before and after this plan"
     return f"{before} {what} before this plan; {after} after it"
 
 
-def _room(
-    st: PlanState, pod: Pod, rooms: Room
-) -> tuple[tuple[int, int], tuple[int, int]]:
+def _room(st: PlanState, pod: Pod, rooms: Room) -> tuple[tuple[int, int], tuple[int, int]]:
     key = (res.key(pod.requests), pod.constraints)
     if key not in rooms:
         feasible = list(st.nodes.feasible(pod))

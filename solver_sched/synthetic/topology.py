@@ -19,6 +19,12 @@ TOPOLOGY_PRESETS: dict[str, tuple[tuple[int, int], tuple[int, int], tuple[int, i
     "rack16": ((16, 16), (4, 6), (2, 2)),
     "rack32": ((24, 32), (4, 8), (1, 2)),
 }
+# issue 15's scale targets: L = 2,000 nodes in 100 racks (10 blocks of 10 racks of 20), XL =
+# 10,000 nodes in 400 racks (20 blocks of 20 racks of 25)
+TOPOLOGY_SCALE: dict[str, tuple[tuple[int, int], tuple[int, int], tuple[int, int]]] = {
+    "rackL": ((20, 20), (10, 10), (10, 10)),
+    "rackXL": ((25, 25), (20, 20), (20, 20)),
+}
 _KUEUE_PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
 
 
@@ -29,7 +35,8 @@ def topology_objects(preset: str, seed: int, now: datetime) -> list[dict[str, An
     PodGroup (sizes up to half a rack), preferred through Kueue's annotation or Volcano's soft
     mode (up to two racks). Deterministic for a seed."""
     per_rack, racks_per_block, blocks = (
-        random.Random(seed).randint(lo, hi) for lo, hi in TOPOLOGY_PRESETS[preset]
+        random.Random(seed).randint(lo, hi)
+        for lo, hi in {**TOPOLOGY_PRESETS, **TOPOLOGY_SCALE}[preset]
     )
     rng = random.Random(f"{preset}-{seed}")
     load = rng.uniform(0.70, 0.95)
