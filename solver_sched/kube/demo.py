@@ -228,10 +228,20 @@ def run_demo(binary: Path, root: Path, out: Callable[[str], None] = print) -> in
         out("")
         out(f"scheduler stopped (exit {sched.returncode}); last scheduler log lines:")
         for line in log.read_text().splitlines()[-3:]:
-            out(f"   {line}")
+            out(f"   {log_line(line)}")
     shutil.rmtree(work, ignore_errors=True)
     out("API server stopped. Done.")
     return 0
+
+
+def log_line(line: str) -> str:
+    """A scheduler log line with its time (Python logging's local 'YYYY-MM-DD HH:MM:SS,mmm') in
+    RFC 3339, as every other time the demo prints."""
+    try:
+        t = datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").astimezone(UTC)
+    except ValueError:
+        return line
+    return f"{rfc3339(t)}{line[23:]}"
 
 
 def _story(d: Demo) -> None:
