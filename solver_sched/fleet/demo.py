@@ -8,8 +8,8 @@ from __future__ import annotations
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ from solver_sched.fleet.sandbox import Fleet, fleet_sandbox
 from solver_sched.io.fleet_hub import ANN_CLUSTER, ANN_GENERATION
 from solver_sched.kube.api import ApiError
 from solver_sched.kube.sandbox import Kube, wait_for
+from solver_sched.planning.explain import rfc3339
 
 JOBS = "/apis/kubeflow.org/v1/namespaces/team-a/pytorchjobs"
 
@@ -25,10 +26,10 @@ class Scene:
     def __init__(self, fleet: Fleet, out: Callable[[str], None]) -> None:
         self.fleet, self.out = fleet, out
         self.hub = fleet.hub.kube()
-        self.start = time.monotonic()
 
     def say(self, text: str) -> None:
-        self.out(f"[{time.monotonic() - self.start:6.1f}s] {text}")
+        """Each line with the wall-clock time in RFC 3339, as events and reasons write it."""
+        self.out(f"[{rfc3339(datetime.now(UTC))}] {text}")
 
     def job(self, name: str) -> dict[str, Any]:
         return self.hub.api.get(f"{JOBS}/{name}")

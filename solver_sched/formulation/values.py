@@ -102,11 +102,13 @@ def _topology(
         if ask.mode is Mode.REQUIRED and run[j] and d in problem.held.get(name, ()):
             values[var] = 1  # running there, growing or not
     levels = problem.topology.levels
+    used: dict[int, list[tuple[str, ...]]] = {}  # per job, its domains (one pass: XL has 10^5 b)
+    for (j, d), dv in v.d.items():
+        if values[dv]:
+            used.setdefault(j, []).append(d)
     for (j, key, e), var in v.b.items():
         cut = levels.index(key) + 1
-        values[var] = int(
-            any(values[dv] and d[:cut] == e for (jj, d), dv in v.d.items() if jj == j)
-        )
+        values[var] = int(any(d[:cut] == e for d in used.get(j, ())))
     gpus_in: dict[tuple[str, tuple[str, ...]], int] = {}
     for (sid, cid), var in v.x.items():
         g = problem.shapes[sid].requests.get(GPU, 0) * values[var]

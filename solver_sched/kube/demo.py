@@ -11,14 +11,21 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from solver_sched.io import manifests as m
 from solver_sched.kube.api import KubeApi, load_client
+from solver_sched.kube.demo_whatif import paused, whatif_now
 from solver_sched.kube.sandbox import Kube, sandbox, wait_for
 from solver_sched.kube.status import waiting_reason
+from solver_sched.planning.explain import rfc3339
+
+# Events of these reasons are posted on each evicted pod and once on its group: the demo prints
+# the group's, with the pods it names (one event per resize, not one per pod).
+PER_POD_TOO = ("Resized", "Preempted")
 
 PG = {
     "apiVersion": "scheduling.x-k8s.io/v1alpha1",
@@ -29,15 +36,34 @@ POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "default"}}
 
 
 class Demo:
-    def __init__(self, kube: Kube, out: Callable[[str], None]) -> None:
+    def __init__(
+        self, kube: Kube, out: Callable[[str], None], kubeconfig: str, pid: int, work: Path
+    ) -> None:
         self.kube, self.out = kube, out
+        self.kubeconfig, self.scheduler_pid, self.work = kubeconfig, pid, work
+        self.log = work / "scheduler.log"
         self.seen_events: set[str] = set()
-        self.start = time.monotonic()
+        self.printed: list[tuple[str, str]] = []  # (reason, object name) of the events printed
+        self.pods_of: dict[tuple[str, str], list[str]] = {}  # (reason, message) -> pod names
+        self.made: dict[str, list[dict[str, Any]]] = {}
 
     def say(self, text: str) -> None:
-        self.out(f"[{time.monotonic() - self.start:6.1f}s] {text}")
+        """Each line with the wall-clock time in RFC 3339, as the events and reasons write it."""
+        self.out(f"[{rfc3339(datetime.now(UTC))}] {text}")
 
-    def step(self, title: str, story: str) -> None:
+    def cycles(self) -> int:
+        return sum(1 for line in self.log.read_text().splitlines() if ": cycle " in line)
+
+    def settle(self) -> None:
+        """Print what the scheduler's next completed cycle posts: the last step's late events
+        (a status write after its binds) belong under that step's header, not the next one's."""
+        seen = self.cycles()
+        wait_for("a scheduler cycle", lambda: self.cycles() > seen, timeout=30, every=0.3)
+        self.events()
+
+    def step(self, title: str, story: str, settle: bool = True) -> None:
+        if settle and self.printed:
+            self.settle()
         self.out("")
         self.out(f"== {title}")
         self.out(f"   {story}")
@@ -75,21 +101,57 @@ class Demo:
             obj = e["involvedObject"]
             if obj["kind"] == "Pod" and e["reason"] == "Unschedulable":
                 continue
-            self.say(
-                f"event {e['reason']:<13} {obj['kind']} {obj.get('namespace')}/"
-                f"{obj['name']}: {e['message']}"
-            )
+            if obj["kind"] == "Pod" and e["reason"] in PER_POD_TOO:
+                self.pods_of.setdefault((e["reason"], e["message"]), []).append(obj["name"])
+                continue
+            self.printed.append((e["reason"], obj["name"]))
+            pods = sorted(self.pods_of.pop((e["reason"], e["message"]), []))
+            line = f"{obj['kind']} {obj.get('namespace')}/{obj['name']}: {e['message']}"
+            if pods:
+                line += f" (evicted {len(pods)} pods: {', '.join(pods)})"
+            self.say(f"event {e['reason']:<13} {line}")
 
-    def wait(self, what: str, probe: Callable[[], object], timeout: float = 60) -> None:
+    def wait(
+        self,
+        what: str,
+        probe: Callable[[], object],
+        timeout: float = 60,
+        expect: tuple[tuple[str, str], ...] = (),
+    ) -> None:
+        """Until ``probe`` holds and the step's events (``expect``: reason, object name) were
+        printed, so that a step's outcome prints under its own header, not the next one's."""
+        start = len(self.printed)
+
         def check() -> bool:
             self.events()
-            return bool(probe())
+            return bool(probe()) and all(x in self.printed[start:] for x in expect)
 
         wait_for(what, check, timeout=timeout, every=0.5)
-        self.events()
 
     def bound(self, prefix: str, namespace: str = "default") -> int:
         return self.kube.bound(namespace, prefix + "-")
+
+    def recreate_evicted(self, prefix: str, workers: int, namespace: str = "default") -> None:
+        """Play the job's controller: a workload controller (a Job, the training-operator for a
+        PyTorchJob) recreates the pods the scheduler evicted; they wait, pending, for a size that
+        uses them. Bare pods in a sandbox have no controller, so the demo stands in for it."""
+        have = self.kube.pods(namespace)
+        gone = [i for i in range(workers) if f"{prefix}-worker-{i}" not in have]
+        group = next(o for o in self.made[prefix] if o["kind"] == "PodGroup")
+        for obj in self.made[prefix]:
+            if obj["kind"] == "Pod" and int(obj["metadata"]["name"].rsplit("-", 1)[1]) in gone:
+                self.kube.create(obj)
+        self.say(
+            f"{namespace}/{prefix}: its controller recreates the {len(gone)} evicted pods "
+            f"(workers {', '.join(map(str, gone))}); they wait pending in PodGroup "
+            f"{group['metadata']['name']}"
+        )
+
+    def submit(self, objs: list[dict[str, Any]]) -> None:
+        """Create a gang's PodGroup and pods, and remember them for its controller."""
+        name = str(next(o for o in objs if o["kind"] == "PodGroup")["metadata"]["name"])
+        self.made[name] = objs
+        self.kube.create_all(objs)
 
     def finish(self, prefix: str, namespace: str = "default") -> None:
         """Play the kubelet: the job's pods complete and are deleted."""
@@ -156,7 +218,7 @@ def run_demo(binary: Path, root: Path, out: Callable[[str], None] = print) -> in
         )
         out(f"scheduler started: solver-sched run (pid {sched.pid}, log {log})")
         try:
-            _story(Demo(kube, out))
+            _story(Demo(kube, out, env.kubeconfig, sched.pid, work))
         except AssertionError as exc:
             out(f"demo step failed: {exc}")
             return 1
@@ -179,15 +241,19 @@ def _story(d: Demo) -> None:
         "`big` needs 8 x 1 GPU; only 5 are free, so it gets nothing (no stranded GPUs).",
     )
     kube.create_all(m.gang("big", 8))
-    d.wait("big's reason", lambda: "needs 8" in kube.waiting_reason("big-worker-0"))
+    d.wait(
+        "big's reason",
+        lambda: "needs 8 x" in kube.waiting_reason("big-worker-0"),
+        expect=(("Unschedulable", "big"),),
+    )
     d.jobs("default", "big")
     d.step("   ... and the 5 free GPUs stay usable", "`small` (4 x 1 GPU) arrives and runs.")
     kube.create_all(m.gang("small", 4))
-    d.wait("small bound", lambda: d.bound("small") == 4)
+    d.wait("small bound", lambda: d.bound("small") == 4, expect=(("Scheduled", "small"),))
     d.jobs("default", "big", "small")
     d.step("   ... until room appears", "The other scheduler's 8-GPU pod finishes: `big` starts.")
     d.finish("infra-1", "infra")
-    d.wait("big bound", lambda: d.bound("big") == 8)
+    d.wait("big bound", lambda: d.bound("big") == 8, expect=(("Scheduled", "big"),))
     d.jobs("default", "big", "small")
     d.finish("big")
     d.finish("small")
@@ -196,21 +262,47 @@ def _story(d: Demo) -> None:
         "2. Elastic fill by powers of two",
         "`elastic` (min 2, max 256, power-of-two, 16 pods) on 13 idle GPUs -> 8 workers.",
     )
-    kube.create_all(
+    d.submit(
         m.gang(
             "elastic", 16, min_member=2, max_member=256, size_policy="power-of-two", cooldown="20s"
         )
     )
-    d.wait("elastic 8", lambda: d.bound("elastic") == 8)
+    d.wait("elastic 8", lambda: d.bound("elastic") == 8, expect=(("Scheduled", "elastic"),))
     d.jobs("default", "elastic")
 
     d.step(
-        "3. A guaranteed gang takes elastic capacity back",
-        "`trainer` (8 x 1 GPU) arrives; 5 GPUs are free. The elastic job shrinks 8 -> 4 "
-        "(job-level eviction of its highest-index workers) and trainer starts.",
+        "3. What-if first: a guaranteed gang arrives",
+        "`trainer` (8 x 1 GPU) arrives; 5 GPUs are free. The live scheduler is paused at this "
+        "moment; the offline CLI plans a dump of it.",
     )
-    kube.create_all(m.gang("trainer", 8))
-    d.wait("trainer bound", lambda: d.bound("trainer") == 8)
+    with paused(d.scheduler_pid):
+        kube.create_all(m.gang("trainer", 8))
+        plan = whatif_now(d.kubeconfig, d.work)
+        for line in plan.lines:
+            d.out(f"   $ {line}")
+        d.out(
+            f"   what-if plan: evict {', '.join(sorted(plan.evicted))}; bind "
+            + ", ".join(f"{j} {n} pods" for j, n in sorted(plan.bound.items()))
+            + "; after it "
+            + ", ".join(f"{j} {n} workers" for j, n in sorted(plan.workers.items()))
+        )
+        before = set(kube.pods("default"))
+        d.step(
+            "   ... the live scheduler does what the what-if planned",
+            "It resumes: the elastic job shrinks 8 -> 4 (job-level eviction of its highest-index "
+            "workers) and trainer starts.",
+            settle=False,  # paused: the scheduler has nothing to settle
+        )
+    d.wait(
+        "trainer bound",
+        lambda: d.bound("trainer") == 8,
+        expect=(("Resized", "elastic"), ("Scheduled", "trainer")),
+    )
+    evicted = {f"default/{p}" for p in before - set(kube.pods("default"))}
+    assert evicted == plan.evicted, f"the controller evicted {evicted}, the what-if {plan.evicted}"
+    assert plan.bound == {"default/trainer": 8}, plan.bound
+    d.out(f"   the controller evicted the same {len(evicted)} pods and bound trainer's 8")
+    d.recreate_evicted("elastic", 16)
     d.jobs("default", "elastic", "trainer")
 
     d.step(
@@ -221,7 +313,12 @@ def _story(d: Demo) -> None:
     d.finish("trainer")
     d.wait("cooldown reason", lambda: "cooldown until" in kube.waiting_reason("elastic-worker-8"))
     d.jobs("default", "elastic")
-    d.wait("elastic back to 8", lambda: d.bound("elastic") == 8, timeout=60)
+    d.wait(
+        "elastic back to 8",
+        lambda: d.bound("elastic") == 8,
+        timeout=60,
+        expect=(("Resized", "elastic"), ("Scheduled", "elastic")),
+    )
     d.jobs("default", "elastic")
     d.finish("elastic")
 
@@ -244,10 +341,14 @@ def _story(d: Demo) -> None:
         )
     )
     kube.create_all(m.gang("first", 2, namespace="team-a"))
-    d.wait("first bound", lambda: d.bound("first", "team-a") == 2)
+    d.wait(
+        "first bound", lambda: d.bound("first", "team-a") == 2, expect=(("Scheduled", "first"),)
+    )
     kube.create_all(m.gang("second", 2, namespace="team-a"))
     d.wait(
-        "second's reason", lambda: "max-jobs" in kube.waiting_reason("second-worker-0", "team-a")
+        "second's reason",
+        lambda: "max-jobs" in kube.waiting_reason("second-worker-0", "team-a"),
+        expect=(("Unschedulable", "second"),),
     )
     d.jobs("team-a", "first", "second")
 
@@ -262,9 +363,13 @@ def _story(d: Demo) -> None:
         kube.create(m.node(name, gpus=4, labels={rack: r}))
     required = {"kueue.x-k8s.io/podset-required-topology": rack}
     kube.create_all(m.gang("wide", 2, gpus=4, annotations=required))
-    d.wait("wide bound", lambda: d.bound("wide") == 2)
+    d.wait("wide bound", lambda: d.bound("wide") == 2, expect=(("Scheduled", "wide"),))
     kube.create_all(m.gang("wider", 3, gpus=4, annotations=required))
-    d.wait("wider's reason", lambda: "in one rack" in kube.waiting_reason("wider-worker-0"))
+    d.wait(
+        "wider's reason",
+        lambda: "in one rack" in kube.waiting_reason("wider-worker-0"),
+        expect=(("Unschedulable", "wider"),),
+    )
     d.jobs("default", "wide", "wider")
 
 

@@ -80,8 +80,14 @@ def place(
         m = mark()
         if len(first) == 1 and _fenced(nodes, (ask.key, first[0]), bind, binds):
             return True
-        if len(first) > 1 and _fill_in(nodes, ask.key, list(first), binds, bind):
-            return True
+        if len(first) > 1:
+            # the solver spread it (its classes are aggregates, its plan maybe not optimal): one
+            # domain that holds it whole now is still better, and never splits a gang that fits
+            for d in _best_fit(nodes, index, ask.key, gpus):
+                if _fenced(nodes, (ask.key, d), bind, binds):
+                    return True
+            if _fill_in(nodes, ask.key, list(first), binds, bind):
+                return True
         rollback(m)
     for key in (ask.key, *ask.broader):
         for d in _best_fit(nodes, index, key, gpus):

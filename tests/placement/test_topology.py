@@ -10,8 +10,10 @@ import pytest
 
 from solver_sched.config.schema import SchedulerConfig, Settings, TopologyConfig
 from solver_sched.cycle import run_cycle
-from solver_sched.domain.topology import HOSTNAME
+from solver_sched.domain.topology import HOSTNAME, Topology
+from solver_sched.formulation.prepare import prepare
 from solver_sched.io import manifests as m
+from solver_sched.placement.state import PlanState
 from tests.support.builders import NOW, other, snapshot, workers_after
 
 RACK, BLOCK = "example.com/rack", "example.com/block"
@@ -96,3 +98,16 @@ def test_a_required_elastic_gang_grows_only_inside_its_rack(backend: str) -> Non
     result = run_cycle(snap, cfg(), NOW, backend)
     assert not result.violations
     assert workers_after(snap, result.plan)["default/e"] == 1  # r1 is full: no growth into r2
+
+
+def test_a_preferred_gang_the_solver_spread_goes_whole_into_a_rack_that_holds_it() -> None:
+    """The packer follows the solver's domains, but a spread it chose over aggregated classes (or
+    in a plan short of optimal) never splits a gang one rack holds whole at packing time."""
+    layout = {"a": ("b1", "r1"), "b": ("b1", "r2"), "c": ("b1", "r3"), "d": ("b1", "r3")}
+    snap = snapshot(racks(layout), m.gang("g", 2, gpus=4, annotations=PREF))
+    c = cfg()
+    problem = prepare(snap, c.weights, c.settings, NOW, Topology(LEVELS))
+    st = PlanState(snap, problem)
+    st.prefer["default/g"] = (("b1", "r1"), ("b1", "r2"))
+    assert st.resize(st.index["default/g"], 2)
+    assert {snap.nodes[n].labels[RACK] for n in st.placed.values()} == {"r3"}

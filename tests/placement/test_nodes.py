@@ -1,0 +1,46 @@
+"""NodeState's picks: a request no node held is not searched again until a node gets room
+back (taking only shrinks room)."""
+
+import pytest
+
+from solver_sched.domain import resources as res
+from solver_sched.placement.nodes import NodeState
+from tests.support.builders import gang, node, snapshot
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    calls = [0]
+    fits = res.fits
+
+    def counted(req: res.Resources, free: res.Resources) -> bool:
+        calls[0] += 1
+        return fits(req, free)
+
+    monkeypatch.setattr(res, "fits", counted)
+    return calls
+
+
+def test_a_failed_pick_is_not_searched_again_until_a_node_gives_room_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Three nodes with GPUs free but CPU taken by a running gang: the 8-CPU pod fits none."""
+    snap = snapshot(
+        [node(f"n{i}", gpus=8, cpu="8") for i in range(3)],
+        gang("busy", 3, gpus=1, cpu="6", running_on=["n0", "n1", "n2"]),
+        gang("wants", 1, gpus=1, cpu="8"),
+    )
+    state = NodeState(snap)
+    want = snap.pods["default/wants-worker-0"]
+    busy = snap.pods["default/busy-worker-1"]
+    state.feasible(want)  # the nodes that could hold it empty, computed once
+    calls = _counting(monkeypatch)
+    assert state.pick(want, "default") is None
+    assert calls[0] == 3  # every node tested once
+    assert state.pick(want, "default") is None
+    assert calls[0] == 3  # nothing grew: not searched again
+    state.take(busy, "n1")  # taking room changes nothing
+    assert state.pick(want, "default") is None
+    assert calls[0] == 3
+    state.give_back(busy, "n1")
+    state.give_back(busy, "n1")  # n1 now has all 8 CPUs
+    assert state.pick(want, "default") == "n1"
