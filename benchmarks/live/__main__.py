@@ -202,6 +202,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--scale", action="store_true", help="the scale run instead of the replay")
     p.add_argument("--scale-nodes", type=int, default=5000)
     p.add_argument("--scale-pods", type=int, default=10000)
+    p.add_argument(
+        "--kube-scoring",
+        default="",
+        choices=("", "LeastAllocated", "MostAllocated"),
+        help="kube-scheduler's NodeResourcesFit scoring (a diagnostic; default its own)",
+    )
     p.add_argument("--keep", type=Path, help="keep each stage's directory (logs) under this")
     p.add_argument("--no-bar", action="store_true", help="no tqdm bar (lines on stderr instead)")
     args = p.parse_args(argv)
@@ -220,7 +226,10 @@ def main(argv: list[str] | None = None) -> int:
     jobs = select_jobs(args)
     name = args.name or f"{args.trace}-w{args.window_h:g}h-load{args.load:g}-{args.nodes}n"
     params = ReplayParams(
-        compress=args.compress, burst_gangs=args.burst_gangs, horizon=args.horizon_s
+        compress=args.compress,
+        burst_gangs=args.burst_gangs,
+        horizon=args.horizon_s,
+        kube_scoring=args.kube_scoring,
     )
     print(
         f"{name}: {len(jobs)} jobs, {sum(j.pods for j in jobs)} pods, "

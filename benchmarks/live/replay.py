@@ -44,6 +44,7 @@ class ReplayParams:
     horizon: float = 1800.0  # wall seconds after the first arrival before giving up
     burst_gangs: int = 8  # the binding burst: this many 64-pod gangs of 1-GPU pods (0: none)
     tick: float = 0.25  # wall seconds between the driver's looks
+    kube_scoring: str = ""  # kube-scheduler's NodeResourcesFit scoring ("": LeastAllocated)
 
 
 @dataclass
@@ -505,6 +506,7 @@ def run_stack(
         nodes=nodes,
         queues=queues,
         kueue_pods_ready_timeout=f"{max(1.0, params.partial_timeout / params.compress):.0f}s",
+        kube_scoring=params.kube_scoring,
     )
     started = time.monotonic()
     with Stage(spec, work) as stage:

@@ -91,6 +91,9 @@ class StageSpec:
     priorities: tuple[tuple[str, int], ...] = (("low", 0), ("high", 1000))
     operator: bool = False  # also run the Kubeflow training-operator
     kueue_pods_ready_timeout: str = "5m"
+    # kube-scheduler's NodeResourcesFit scoring ("": its default, LeastAllocated). A diagnostic:
+    # MostAllocated packs pods as solver-sched's packing term does, to tell packing from the rest
+    kube_scoring: str = ""
     extra_apiserver_args: tuple[str, ...] = ()
     defer_stack: bool = False  # start the scheduler stack later (``Stage.start_stack``)
 
@@ -443,6 +446,7 @@ class Stage:
                     "kind": "KubeSchedulerConfiguration",
                     "clientConnection": {"kubeconfig": self.kubeconfig("stage-scheduler")},
                     "leaderElection": {"leaderElect": False},
+                    **self._kube_profiles(),
                 }
             )
         )
@@ -463,6 +467,17 @@ class Stage:
             scheduler=True,
         )
         wait_for("kube-scheduler healthy", lambda: _https_ok(proc, port, "/healthz"), timeout=60)
+
+    def _kube_profiles(self) -> dict[str, Any]:
+        if not self.spec.kube_scoring:
+            return {}
+        strategy = {
+            "type": self.spec.kube_scoring,
+            "resources": [{"name": "cpu", "weight": 1}, {"name": GPU, "weight": 10}],
+        }
+        args = {"scoringStrategy": strategy}
+        fit = {"name": "NodeResourcesFit", "args": args}
+        return {"profiles": [{"schedulerName": "default-scheduler", "pluginConfig": [fit]}]}
 
     def _start_kueue(self) -> None:
         kube = self.kube

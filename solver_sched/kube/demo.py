@@ -18,6 +18,7 @@ from typing import Any
 
 from solver_sched.io import manifests as m
 from solver_sched.kube.api import KubeApi, load_client
+from solver_sched.kube.demo_whatif import paused, whatif_now
 from solver_sched.kube.sandbox import Kube, sandbox, wait_for
 from solver_sched.kube.status import waiting_reason
 from solver_sched.planning.explain import rfc3339
@@ -35,8 +36,12 @@ POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "default"}}
 
 
 class Demo:
-    def __init__(self, kube: Kube, out: Callable[[str], None]) -> None:
+    def __init__(
+        self, kube: Kube, out: Callable[[str], None], kubeconfig: str, pid: int, work: Path
+    ) -> None:
         self.kube, self.out = kube, out
+        self.kubeconfig, self.scheduler_pid, self.work = kubeconfig, pid, work
+        self.log = work / "scheduler.log"
         self.seen_events: set[str] = set()
         self.printed: list[tuple[str, str]] = []  # (reason, object name) of the events printed
         self.pods_of: dict[tuple[str, str], list[str]] = {}  # (reason, message) -> pod names
@@ -46,7 +51,19 @@ class Demo:
         """Each line with the wall-clock time in RFC 3339, as the events and reasons write it."""
         self.out(f"[{rfc3339(datetime.now(UTC))}] {text}")
 
-    def step(self, title: str, story: str) -> None:
+    def cycles(self) -> int:
+        return sum(1 for line in self.log.read_text().splitlines() if ": cycle " in line)
+
+    def settle(self) -> None:
+        """Print what the scheduler's next completed cycle posts: the last step's late events
+        (a status write after its binds) belong under that step's header, not the next one's."""
+        seen = self.cycles()
+        wait_for("a scheduler cycle", lambda: self.cycles() > seen, timeout=30, every=0.3)
+        self.events()
+
+    def step(self, title: str, story: str, settle: bool = True) -> None:
+        if settle and self.printed:
+            self.settle()
         self.out("")
         self.out(f"== {title}")
         self.out(f"   {story}")
@@ -201,7 +218,7 @@ def run_demo(binary: Path, root: Path, out: Callable[[str], None] = print) -> in
         )
         out(f"scheduler started: solver-sched run (pid {sched.pid}, log {log})")
         try:
-            _story(Demo(kube, out))
+            _story(Demo(kube, out, env.kubeconfig, sched.pid, work))
         except AssertionError as exc:
             out(f"demo step failed: {exc}")
             return 1
@@ -211,10 +228,20 @@ def run_demo(binary: Path, root: Path, out: Callable[[str], None] = print) -> in
         out("")
         out(f"scheduler stopped (exit {sched.returncode}); last scheduler log lines:")
         for line in log.read_text().splitlines()[-3:]:
-            out(f"   {line}")
+            out(f"   {log_line(line)}")
     shutil.rmtree(work, ignore_errors=True)
     out("API server stopped. Done.")
     return 0
+
+
+def log_line(line: str) -> str:
+    """A scheduler log line with its time (Python logging's local 'YYYY-MM-DD HH:MM:SS,mmm') in
+    RFC 3339, as every other time the demo prints."""
+    try:
+        t = datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").astimezone(UTC)
+    except ValueError:
+        return line
+    return f"{rfc3339(t)}{line[23:]}"
 
 
 def _story(d: Demo) -> None:
@@ -226,7 +253,7 @@ def _story(d: Demo) -> None:
     kube.create_all(m.gang("big", 8))
     d.wait(
         "big's reason",
-        lambda: "needs 8" in kube.waiting_reason("big-worker-0"),
+        lambda: "needs 8 x" in kube.waiting_reason("big-worker-0"),
         expect=(("Unschedulable", "big"),),
     )
     d.jobs("default", "big")
@@ -254,16 +281,37 @@ def _story(d: Demo) -> None:
     d.jobs("default", "elastic")
 
     d.step(
-        "3. A guaranteed gang takes elastic capacity back",
-        "`trainer` (8 x 1 GPU) arrives; 5 GPUs are free. The elastic job shrinks 8 -> 4 "
-        "(job-level eviction of its highest-index workers) and trainer starts.",
+        "3. What-if first: a guaranteed gang arrives",
+        "`trainer` (8 x 1 GPU) arrives; 5 GPUs are free. The live scheduler is paused at this "
+        "moment; the offline CLI plans a dump of it.",
     )
-    kube.create_all(m.gang("trainer", 8))
+    with paused(d.scheduler_pid):
+        kube.create_all(m.gang("trainer", 8))
+        plan = whatif_now(d.kubeconfig, d.work)
+        for line in plan.lines:
+            d.out(f"   $ {line}")
+        d.out(
+            f"   what-if plan: evict {', '.join(sorted(plan.evicted))}; bind "
+            + ", ".join(f"{j} {n} pods" for j, n in sorted(plan.bound.items()))
+            + "; after it "
+            + ", ".join(f"{j} {n} workers" for j, n in sorted(plan.workers.items()))
+        )
+        before = set(kube.pods("default"))
+        d.step(
+            "   ... the live scheduler does what the what-if planned",
+            "It resumes: the elastic job shrinks 8 -> 4 (job-level eviction of its highest-index "
+            "workers) and trainer starts.",
+            settle=False,  # paused: the scheduler has nothing to settle
+        )
     d.wait(
         "trainer bound",
         lambda: d.bound("trainer") == 8,
         expect=(("Resized", "elastic"), ("Scheduled", "trainer")),
     )
+    evicted = {f"default/{p}" for p in before - set(kube.pods("default"))}
+    assert evicted == plan.evicted, f"the controller evicted {evicted}, the what-if {plan.evicted}"
+    assert plan.bound == {"default/trainer": 8}, plan.bound
+    d.out(f"   the controller evicted the same {len(evicted)} pods and bound trainer's 8")
     d.recreate_evicted("elastic", 16)
     d.jobs("default", "elastic", "trainer")
 
