@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks.scale import GAP_MEDIAN, GAP_WORST, TARGETS
+from benchmarks.scale import GAP_MEDIAN, GAP_WORST, TARGETS, _pct
 from solver_sched.synthetic import PRESETS, SIZES
 
 IMG = Path(__file__).resolve().parent.parent / "docs" / "img"
@@ -39,10 +39,6 @@ def groups(rows: list[dict[str, Any]]) -> list[tuple[str, str, list[dict[str, An
         by.setdefault((r["size"], r["preset"]), []).append(r)
     order = {k: i for i, k in enumerate([(s, p) for s in SIZES for p in PRESETS])}
     return [(s, p, by[(s, p)]) for s, p in sorted(by, key=lambda k: order.get(k, 1 << 30))]
-
-
-def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{100 * x:.2f}%"
 
 
 def _mw(values: list[float], worst: Any = max, fmt: str = "{:.3f}") -> str:

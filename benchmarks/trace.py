@@ -26,8 +26,8 @@ import argparse
 import json
 import statistics
 import sys
-import warnings
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,7 @@ from solver_sched.cycle import BACKENDS
 from solver_sched.sim.model import SimParams
 from solver_sched.sim.policies import POLICIES, parse_policies
 from solver_sched.sim.report import run_study, table
-from solver_sched.sim.traces import ShortTrace, TraceOptions, load_trace
+from solver_sched.sim.traces import TraceOptions, load_trace_noting
 
 HOUR = 3600.0
 
@@ -222,11 +222,8 @@ def main(argv: list[str] | None = None) -> int:
     for study in studies:
         low, high = MAPPINGS[args.mapping]
         opts = replace(study.opts, gpus=study.gpus, min_factor=low, max_factor=high)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", ShortTrace)
-            jobs = load_trace(study.trace, opts)
-        for w in caught:
-            print(f"benchmarks.trace: {study.name}: {w.message}", file=sys.stderr)
+        note = partial(print, f"benchmarks.trace: {study.name}:", file=sys.stderr)
+        jobs = load_trace_noting(study.trace, opts, note)
         params = SimParams(gpus=study.gpus, cooldown=config.settings.cooldown)
         extra = {"study": study.name, "load": opts.load, "mapping": args.mapping}
         data, _ = run_study(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import warnings
 from datetime import timedelta
 from pathlib import Path
 
@@ -13,7 +12,7 @@ from solver_sched.cycle import BACKENDS
 from solver_sched.sim.model import SimParams, Speedup
 from solver_sched.sim.policies import POLICIES, parse_policies
 from solver_sched.sim.report import BASELINE, run_study, table
-from solver_sched.sim.traces import TRACES, ShortTrace, TraceOptions, load_trace
+from solver_sched.sim.traces import TRACES, TraceOptions, load_trace_noting
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -85,11 +84,9 @@ def run(args: argparse.Namespace) -> int:
             max_duration=args.max_duration_hours * 3600 if args.max_duration_hours else None,
             gpus=args.gpus,
         )
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", ShortTrace)
-            jobs = load_trace(args.trace, opts)
-        for w in caught:
-            print(f"solver-sched: warning: {w.message}", file=sys.stderr)
+        jobs = load_trace_noting(
+            args.trace, opts, lambda m: print(f"solver-sched: warning: {m}", file=sys.stderr)
+        )
     except (ConfigError, ValueError, OSError) as exc:
         print(f"solver-sched: {exc}", file=sys.stderr)
         return 2

@@ -1,6 +1,6 @@
 """What a plan does to the topology (domains per gang, crossings, GPUs idle in partly used
 domains, GPU value), for the study's comparison with the one-gang-at-a-time baselines written after
-Kueue TAS's BestFit and Volcano's HyperNode tiers (solvers/topology_baselines.py, re-exported here).
+Kueue TAS's BestFit and Volcano's HyperNode tiers (solvers/topology_baselines.py).
 """
 
 from __future__ import annotations
@@ -14,17 +14,7 @@ from solver_sched.domain.cluster import Pod
 from solver_sched.domain.plan import Plan
 from solver_sched.domain.snapshot import ClusterSnapshot
 from solver_sched.domain.topology import DomainId, Mode, Topology, ask_of
-from solver_sched.solvers.topology_baselines import (
-    BASELINES,
-    Free,
-    binpack,
-    kueue_best_fit,
-    level_domains,
-    volcano_tiers,
-)
-
-__all__ = ["BASELINES", "TopologyMetrics", "kueue_best_fit", "metrics", "volcano_tiers"]
-
+from solver_sched.solvers.topology_baselines import Free, binpack, level_domains
 
 # -- metrics -----------------------------------------------------------------------------------
 

@@ -39,7 +39,7 @@ import math
 import os
 import random
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -78,6 +78,19 @@ class TraceOptions:
     window_days: float = 7.0  # philly only: the sampling window
     max_duration: float | None = None  # clip durations (seconds)
     gpus: int = 64  # synthetic: cluster size the offered load refers to
+
+
+def load_trace_noting(
+    name: str, opts: TraceOptions, note: Callable[[str], None]
+) -> list[TraceJob]:
+    """``load_trace``, with each warning it raises (a ShortTrace every time) handed to ``note``
+    instead of Python's once-per-place warning output: the CLI and the study print them."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ShortTrace)
+        jobs = load_trace(name, opts)
+    for w in caught:
+        note(str(w.message))
+    return jobs
 
 
 def load_trace(name: str, opts: TraceOptions) -> list[TraceJob]:

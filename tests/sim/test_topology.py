@@ -11,7 +11,8 @@ from solver_sched.cycle import run_cycle
 from solver_sched.domain.topology import HOSTNAME, Topology
 from solver_sched.io import manifests as m
 from solver_sched.planning.check import check
-from solver_sched.sim.topology import BASELINES, kueue_best_fit, metrics, volcano_tiers
+from solver_sched.sim.topology import metrics
+from solver_sched.solvers.topology_baselines import BASELINES, kueue_best_fit, volcano_tiers
 from solver_sched.synthetic.topology import RACK_LABEL, topology_objects
 from tests.support.builders import NOW, other, snapshot
 
