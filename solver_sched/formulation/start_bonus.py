@@ -90,8 +90,9 @@ def add(
         if jm.starting and jm.tier_weight not in bonus:
             w = problem.gang_start * jm.tier_weight
             model.term("guaranteed", "gang_start", [(v, w) for v in y[j][1:]])
+    withheld_by_tier = tiers_withheld(problem)
     for tier, (s, sb) in sorted(bonus.items()):
-        starters, breakers = tiers_withheld(problem)[tier]
+        starters, breakers = withheld_by_tier[tier]
         starts = [(v, -1) for j in starters for v in y[j][1:]]
         withheld = [(y[g][0], jobs[g].withholds) for g in breakers]
         most = sum(jobs[g].withholds for g in breakers)
