@@ -86,6 +86,8 @@ def philly(seed: int = 1) -> Study:
     return Study("philly", 32, opts, f"seed{seed}" if seed != 1 else "")
 
 
+STUDY_TRACES = (*(s.trace for s in STUDIES), "philly")  # what --traces may name
+
 MAPPINGS = {  # elastic (min, max) factors of the requested size R; None: the trace's default max
     "requested": (1.0, 2.0),
     "one": (0.0, None),
@@ -96,14 +98,13 @@ def select(args: argparse.Namespace) -> list[Study]:
     """The studies the flags ask for, each at every size of ``--gpus`` (default: its own)."""
     if args.traces:
         names = [t.strip() for t in args.traces.split(",") if t.strip()]
-        unknown = sorted(set(names) - {"itp", "shockwave", "itp04", "philly"})
+        unknown = sorted(set(names) - set(STUDY_TRACES))
         if unknown:
             raise ValueError(
-                f"unknown trace {', '.join(unknown)}; the studies have itp, "
-                "shockwave, itp04, philly"
+                f"unknown trace {', '.join(unknown)}; the studies have {', '.join(STUDY_TRACES)}"
             )
     else:
-        names = ["itp", "shockwave", "itp04"] + (["philly"] if args.with_philly else [])
+        names = [s.trace for s in STUDIES] + (["philly"] if args.with_philly else [])
     days = [int(d) for d in args.days.split(",")] if args.days else list(WINDOW_DAYS)
     seeds = [int(x) for x in args.seeds.split(",")]
     base: list[Study] = []
@@ -200,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--mapping", choices=sorted(MAPPINGS), default="requested")
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("--windows", action="store_true", help="cluster04 as its window sweep")
-    p.add_argument("--traces", help="comma-separated: itp, shockwave, itp04, philly")
+    p.add_argument("--traces", help=f"comma-separated: {', '.join(STUDY_TRACES)}")
     p.add_argument("--days", help="cluster04 windows: start days (default 0,5,...,55)")
     p.add_argument("--seeds", default="1", help="philly: comma-separated sampling seeds")
     p.add_argument("--jobs", type=int, help="jobs per study (default: each study's own)")
@@ -249,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
         summary = {k: {**v, "gpus": study.gpus} for k, v in data["summary"].items()}
         groups.setdefault(f"{study.trace}-{study.gpus}gpu", []).append(summary)
         if ours and len(studies) > 1 and "fifo" in summary:
-            r = summary[ours]["avg_jct_h"] / summary["fifo"]["avg_jct_h"]
+            (r,) = ratios([summary], ours, "fifo")
             print(f"   {study.name}: {ours} avg JCT x{r:.3f} of fifo")
     if not ours:
         print(f"\nresults in {args.out}/")

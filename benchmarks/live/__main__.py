@@ -29,9 +29,11 @@ from typing import Any
 from benchmarks.live.replay import ReplayParams, run_stack
 from benchmarks.live.scale import scale_run
 from benchmarks.live.stage import STACKS, missing
+from benchmarks.live.summary import aggregate, markdown, window
+from benchmarks.live.windows import Window, chosen
 from solver_sched.sim.model import TraceJob
 from solver_sched.sim.report import plot
-from solver_sched.sim.traces import TRACES, TraceOptions, load_trace
+from solver_sched.sim.traces import TRACES
 
 ROOT = Path(__file__).resolve().parents[2]
 OURS = "solver-sched"
@@ -50,23 +52,10 @@ COLUMNS = (
 )
 
 
-def select_jobs(args: argparse.Namespace) -> list[TraceJob]:
-    opts = TraceOptions(
-        jobs=args.jobs,
-        load=args.load,
-        start=args.start,
-        max_duration=args.max_duration_h * 3600,
-        seed=args.seed,
-        gpus=args.nodes * 8,
-    )
-    capacity = args.nodes * 8
-    jobs = [
-        j
-        for j in load_trace(args.trace, opts)
-        if j.arrival <= args.window_h * 3600 and j.gpus <= capacity
-    ]
+def select_jobs(window: Window) -> list[TraceJob]:
+    jobs = window.jobs()
     if not jobs:
-        raise SystemExit(f"error: no job of {args.trace} arrives in the first {args.window_h} h")
+        raise SystemExit(f"error: no job of {window.trace} arrives in {window.window_h} h")
     return jobs
 
 
@@ -173,12 +162,12 @@ class Progress:
 LOAD_AT_START = os.getloadavg()  # when the study was started (machine() runs at its end)
 
 
-def machine() -> dict[str, Any]:
+def machine(load_at_start: tuple[float, float, float] = LOAD_AT_START) -> dict[str, Any]:
     return {
         "cpus": os.cpu_count(),
         "platform": platform.platform(),
         "python": platform.python_version(),
-        "load_avg_at_start": LOAD_AT_START,
+        "load_avg_at_start": load_at_start,
         "load_avg_at_end": os.getloadavg(),
     }
 
@@ -199,6 +188,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--horizon-s", type=float, default=1800.0, help="wall seconds per stack at most")
     p.add_argument("--name", help="results folder name (default from the trace and window)")
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "live")
+    p.add_argument(
+        "--windows",
+        type=int,
+        default=0,
+        help="replay the first N windows of each trace the rule of benchmarks/live/windows.py "
+        "chooses (each with its own trace, start, load, window and nodes), not one window",
+    )
     p.add_argument("--scale", action="store_true", help="the scale run instead of the replay")
     p.add_argument("--scale-nodes", type=int, default=5000)
     p.add_argument("--scale-pods", type=int, default=10000)
@@ -223,8 +219,49 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.scale:
         return scale_main(args, runnable)
-    jobs = select_jobs(args)
+    if args.windows:
+        return windows_main(args, runnable, argv)
+    w = Window(
+        args.trace,
+        args.start,
+        args.window_h,
+        args.load,
+        args.max_duration_h,
+        args.nodes,
+        args.jobs,
+        args.seed,
+    )
     name = args.name or f"{args.trace}-w{args.window_h:g}h-load{args.load:g}-{args.nodes}n"
+    out = replay_main(args, runnable, w, name, argv)
+    return 0 if out else 1
+
+
+def windows_main(args: argparse.Namespace, stacks: list[str], argv: list[str] | None) -> int:
+    """Every window the rule chooses (benchmarks/live/windows.py), the stacks paired in each;
+    then the median and worst ratio over them."""
+    picked = chosen(args.windows)
+    for w, offered in picked:
+        print(f"window {w.name}: offered load {offered:.2f}", flush=True)
+    paths = []
+    for w, offered in picked:
+        out = replay_main(args, stacks, w, w.name, argv, {"offered_load": offered})
+        if out:
+            paths.append(out / "results.json")
+    rows = [window(p) for p in paths]
+    print("\n".join(markdown(rows, aggregate(rows))))
+    return 0 if paths else 1
+
+
+def replay_main(
+    args: argparse.Namespace,
+    runnable: list[str],
+    w: Window,
+    name: str,
+    argv: list[str] | None,
+    extra: dict[str, Any] | None = None,
+) -> Path | None:
+    """One window replayed against every stack, each on a fresh stage; the results folder."""
+    jobs = select_jobs(w)
     params = ReplayParams(
         compress=args.compress,
         burst_gangs=args.burst_gangs,
@@ -233,18 +270,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         f"{name}: {len(jobs)} jobs, {sum(j.pods for j in jobs)} pods, "
-        f"{sum(j.gpus * j.duration for j in jobs) / 3600:.0f} GPU-h on {args.nodes * 8} GPUs; "
+        f"{sum(j.gpus * j.duration for j in jobs) / 3600:.0f} GPU-h on {w.nodes * 8} GPUs; "
         f"{args.compress:g}x compressed; stacks {', '.join(runnable)}"
     )
     summary: dict[str, dict[str, Any]] = {}
     series: dict[str, list[dict[str, Any]]] = {}
     rows: dict[str, list[dict[str, Any]]] = {}
-    started = time.time()
+    started, load_at_start = time.time(), os.getloadavg()
     for stack in runnable:
         bar = Progress(len(jobs), stack, not args.no_bar)
         with stage_dir(args.keep, f"live-{stack}-") as tmp:
             try:
-                s = run_stack(stack, jobs, args.nodes, params, Path(tmp), bar)
+                s = run_stack(stack, jobs, w.nodes, params, Path(tmp), bar)
             except (RuntimeError, FileNotFoundError) as exc:
                 print(f"{stack} failed: {exc}", file=sys.stderr)
                 logs = Path(tmp)
@@ -267,17 +304,18 @@ def main(argv: list[str] | None = None) -> int:
     data = {
         "meta": {
             "command": "python -m benchmarks.live " + " ".join(argv or sys.argv[1:]),
-            "trace": args.trace,
-            "start": args.start,
-            "load": args.load,
-            "window_h": args.window_h,
-            "max_duration_h": args.max_duration_h,
+            "trace": w.trace,
+            "start": w.start,
+            "load": w.load,
+            "window_h": w.window_h,
+            "max_duration_h": w.max_duration_h,
             "compress": args.compress,
-            "nodes": args.nodes,
-            "gpus": args.nodes * 8,
+            "nodes": w.nodes,
+            "gpus": w.nodes * 8,
             "jobs": len(jobs),
             "wall_s": time.time() - started,
-            "machine": machine(),
+            "machine": machine(load_at_start),
+            **(extra or {}),
         },
         "summary": summary,
         "ratios_vs_peers": ratios(summary),
@@ -295,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"solver-sched / {peer}: {cells}")
     print("\n".join(data["targets"]))
     print(f"results: {out}")
-    return 0 if summary else 1
+    return out if summary else None
 
 
 @contextlib.contextmanager

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import threading
 import time
 from collections import Counter
@@ -31,6 +32,7 @@ from typing import Any
 from benchmarks.live.stage import FINISH_AT, Queue, Stage, StageSpec
 from benchmarks.live.workload import JOB_LABEL, job_manifest
 from solver_sched.kube.api import ApiError, KubeApi, load_client
+from solver_sched.kube.status import waiting_reason
 from solver_sched.sim.model import TraceJob
 
 
@@ -110,14 +112,7 @@ class PodWatch:
             int((c.get("resources") or {}).get("limits", {}).get("nvidia.com/gpu", 0))
             for c in spec.get("containers") or []
         )
-        why = next(
-            (
-                c.get("message") or c.get("reason") or ""
-                for c in status.get("conditions") or []
-                if c.get("type") == "PodScheduled" and c.get("status") == "False"
-            ),
-            "",
-        )
+        why = waiting_reason(obj)
         view = PodView(
             (meta.get("labels") or {}).get(JOB_LABEL, ""),
             meta["namespace"],
@@ -508,7 +503,7 @@ def run_stack(
         kueue_pods_ready_timeout=f"{max(1.0, params.partial_timeout / params.compress):.0f}s",
         kube_scoring=params.kube_scoring,
     )
-    started = time.monotonic()
+    started, load_at_start = time.monotonic(), os.getloadavg()
     with Stage(spec, work) as stage:
         stage_s = time.monotonic() - started
         burst_out = burst(stage, params.burst_gangs) if params.burst_gangs else {}
@@ -524,6 +519,7 @@ def run_stack(
         scheduler_cpu_s=cpu,
         api_requests=sum(req.values()),
         api_requests_by_verb=dict(req),
+        load_avg=(load_at_start, os.getloadavg()),  # the machine's, at the stage's start and end
     )
     return summary
 

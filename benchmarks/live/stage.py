@@ -173,6 +173,7 @@ class Stage:
     info: Sandbox | None = None
     tokens: dict[str, str] = field(default_factory=dict)
     cpu_at_start: dict[str, float] = field(default_factory=dict)
+    _api: KubeApi | None = field(default=None, repr=False)
 
     def __enter__(self) -> Stage:
         try:
@@ -222,8 +223,9 @@ class Stage:
 
     @property
     def api(self) -> KubeApi:
-        assert self.info is not None, "stage not started"
-        return KubeApi(load_client(self.info.kubeconfig, pool_size=16))
+        """The admin's client, one per started stage."""
+        assert self._api is not None, "stage not started"
+        return self._api
 
     def _start_apiserver(self) -> None:
         self.tokens = {u: secrets.token_hex(16) for u in USERS}
@@ -255,6 +257,7 @@ class Stage:
             BIN / "kube-testenv", self.work / "env", self.work / "apiserver.log", tuple(args)
         )
         self.info = self.server.start()
+        self._api = KubeApi(load_client(self.info.kubeconfig, pool_size=16))
         for user in USERS:
             self.kube.create(
                 {
@@ -379,15 +382,13 @@ class Stage:
             raise RuntimeError(f"kwok exited; see {proc.log}")
 
     def create_nodes(self) -> None:
-        """N KWOK nodes, created by 8 writers over one client (thousands of them for the scale
-        run: a client per node would cost more than the POSTs)."""
+        """N KWOK nodes, created by 8 writers (thousands of them for the scale run)."""
         n = self.spec.nodes
         alloc = {"cpu": "96", "memory": "1024Gi", "pods": "110", GPU: str(self.spec.gpus_per_node)}
-        kube = self.kube
 
         def node(i: int) -> None:
             name = f"kwok-{i:04d}"
-            kube.create(
+            self.kube.create(
                 {
                     "apiVersion": "v1",
                     "kind": "Node",

@@ -57,6 +57,7 @@ FILES = {
 DEFAULT_MAX_FACTOR = {"philly": 2.0, "itp": 1.0, "itp04": 1.0, "shockwave": 2.0, "synthetic": 2.0}
 PHILLY_START = "2017-10-09 00:00:00"
 MIN_DURATION = 60.0
+DEFAULT_JOBS = 300  # jobs a selection holds unless asked otherwise
 MAX_GPU_TIME = 1000 * 3600.0
 
 
@@ -67,7 +68,7 @@ class ShortTrace(UserWarning):
 
 @dataclass(frozen=True)
 class TraceOptions:
-    jobs: int | None = 300  # at most this many (None: every job of the selection)
+    jobs: int | None = DEFAULT_JOBS  # at most this many (None: every job of the selection)
     load: float = 1.0
     seed: int = 1
     path: Path | None = None  # override the file of the trace
@@ -99,7 +100,7 @@ def load_trace(name: str, opts: TraceOptions) -> list[TraceJob]:
         raise ValueError(f"unknown trace {name!r}; choose one of {', '.join(TRACES)}")
     factor = opts.max_factor if opts.max_factor is not None else DEFAULT_MAX_FACTOR[name]
     if name == "synthetic":
-        n = opts.jobs if opts.jobs is not None else 300
+        n = opts.jobs if opts.jobs is not None else DEFAULT_JOBS
         return synthetic(n, opts.gpus, opts.load, opts.seed, factor, opts.max_duration)
     path = opts.path or TRACE_DIR / FILES[name]
     text = path.read_text()

@@ -4,7 +4,9 @@ ratios and targets read from made-up summaries."""
 from benchmarks.live.__main__ import ratios, targets
 from benchmarks.live.replay import _pct
 from benchmarks.live.scale import gangs_for
+from benchmarks.live.windows import MIN_OFFERED, Window, chosen, offered_load
 from benchmarks.live.workload import JOB_LABEL, job_manifest
+from solver_sched.sim.model import TraceJob
 
 
 def test_each_stack_gets_its_own_signal_and_the_same_pods() -> None:
@@ -65,3 +67,24 @@ def test_ratios_and_targets_against_each_peer() -> None:
     summary["solver-sched"] = _s(4.0, 0.95, partial=2, rate=40.0)
     lines = targets(summary, 50.0)
     assert lines[1].endswith("met") and "MISSED" in lines[2] and "MISSED" in lines[3]
+
+
+def test_offered_load_is_the_gpus_held_on_an_unbounded_cluster_over_the_window() -> None:
+    jobs = [
+        TraceJob("a", arrival=0.0, duration=7200.0, gpus=8),  # the whole hour: 8 GPU-h
+        TraceJob("b", arrival=1800.0, duration=900.0, gpus=16),  # 4 GPU-h, inside
+        TraceJob("c", arrival=2700.0, duration=3600.0, gpus=4),  # 1 GPU-h of it inside
+    ]
+    assert offered_load(jobs, 16, 1.0) == (8 + 4 + 1) / 16
+
+
+def test_the_windows_rule_takes_the_first_candidates_that_must_queue() -> None:
+    picked = chosen(1)
+    assert [w.trace for w, _ in picked] == ["itp04", "philly"]
+    for w, x in picked:
+        assert x >= MIN_OFFERED
+        assert x == offered_load(w.jobs(), w.nodes * 8, w.window_h)
+    first = picked[0][0]
+    earlier = Window("itp04", "0")  # the first candidate: too light to build a queue
+    assert offered_load(earlier.jobs(), 512, earlier.window_h) < MIN_OFFERED
+    assert first.start == str(5 * 86400)

@@ -53,6 +53,7 @@ def test_the_stage_tears_down_every_process(tmp_path: Path) -> None:
         assert stage.server is not None and stage.server.proc is not None
         pids.append(stage.server.proc.pid)
         assert len(pids) == 5  # controller-manager, kwok, kueue, kube-scheduler, apiserver
+        assert stage.api is stage.api  # one client per stage, not one per use
         stage.check_alive()
     for pid in pids:
         with pytest.raises(ProcessLookupError):
