@@ -47,6 +47,7 @@ COLUMNS = (
     ("partial_gangs", "partial", "d"),
     ("preempted_pods", "preempted", "d"),
     ("restarts", "restarts", "d"),
+    ("scale_outs", "scale-outs", "d"),
     ("scheduler_cpu_s", "sched CPU s", ".1f"),
     ("api_requests", "API reqs", "d"),
 )
@@ -195,6 +196,12 @@ def main(argv: list[str] | None = None) -> int:
         help="replay the first N windows of each trace the rule of benchmarks/live/windows.py "
         "chooses (each with its own trace, start, load, window and nodes), not one window",
     )
+    p.add_argument(
+        "--elastic",
+        action="store_true",
+        help="solver-sched gets the trace's elastic jobs (R:2R pods, power of two); the peers, "
+        "which have no elastic Jobs, the same jobs rigid at R",
+    )
     p.add_argument("--scale", action="store_true", help="the scale run instead of the replay")
     p.add_argument("--scale-nodes", type=int, default=5000)
     p.add_argument("--scale-pods", type=int, default=10000)
@@ -267,6 +274,7 @@ def replay_main(
         burst_gangs=args.burst_gangs,
         horizon=args.horizon_s,
         kube_scoring=args.kube_scoring,
+        elastic=args.elastic,
     )
     print(
         f"{name}: {len(jobs)} jobs, {sum(j.pods for j in jobs)} pods, "

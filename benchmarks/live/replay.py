@@ -30,10 +30,13 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.live.stage import FINISH_AT, Queue, Stage, StageSpec
-from benchmarks.live.workload import JOB_LABEL, job_manifest
+from benchmarks.live.workload import JOB_LABEL, PODGROUP_API, elastic_manifests, job_manifest
+from solver_sched.domain.cluster import is_power_of_two
 from solver_sched.kube.api import ApiError, KubeApi, load_client
 from solver_sched.kube.status import waiting_reason
-from solver_sched.sim.model import TraceJob
+from solver_sched.sim.model import Speedup, TraceJob
+
+SPEEDUP = Speedup()  # the trace study's default model
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,8 @@ class ReplayParams:
     burst_gangs: int = 8  # the binding burst: this many 64-pod gangs of 1-GPU pods (0: none)
     tick: float = 0.25  # wall seconds between the driver's looks
     kube_scoring: str = ""  # kube-scheduler's NodeResourcesFit scoring ("": LeastAllocated)
+    elastic: bool = False  # solver-sched gets the trace's elastic jobs (the peers: rigid Jobs)
+    cooldown: float = 600.0  # trace seconds between resizes of an elastic job (the trace study's)
 
 
 @dataclass
@@ -82,10 +87,29 @@ class JobRun:
     first_bind: float | None = None
     all_bound: float | None = None
     reasons: Counter[str] = field(default_factory=Counter)  # scheduler's message -> ticks seen
+    # elastic jobs (solver-sched with --elastic): the size it trains at and on which pods
+    elastic: bool = False
+    size: int = 0
+    max_size: int = 0
+    members: set[str] = field(default_factory=set)
+    overhead: float = 0.0  # trace seconds without progress at the start of this run
+    scale_outs: int = 0
 
     @property
     def gpus(self) -> int:
         return self.spec.pods * self.spec.gpus_per_pod
+
+    @property
+    def gang(self) -> int:
+        """Pods that make the gang: all (rigid) or its min (elastic)."""
+        return self.spec.min_pods if self.elastic else self.spec.pods
+
+    def allowed(self, pods: int) -> bool:
+        return self.spec.min_pods <= pods <= self.spec.max_pods and is_power_of_two(pods)
+
+    def speed(self, pods: int) -> float:
+        """Trace seconds of work at the requested size done per trace second at ``pods``."""
+        return SPEEDUP.rate(pods * self.spec.gpus_per_pod, self.gpus) / self.gpus
 
 
 class PodWatch:
@@ -189,8 +213,10 @@ class Replay:
         assert stage.info is not None
         self.api = KubeApi(load_client(stage.info.kubeconfig, pool_size=16))
         self.watch = PodWatch(KubeApi(load_client(stage.info.kubeconfig, pool_size=4)))
+        elastic = params.elastic and stage.spec.stack == "solver-sched"
         self.runs = [
-            JobRun(j, f"j{i:04d}", _namespace(j.queue), j.duration) for i, j in enumerate(jobs)
+            JobRun(j, f"j{i:04d}", _namespace(j.queue), j.duration, elastic=elastic and j.elastic)
+            for i, j in enumerate(jobs)
         ]
         self.series = Series()
         self.capacity = stage.spec.nodes * stage.spec.gpus_per_node
@@ -198,6 +224,16 @@ class Replay:
     # -- writes -----------------------------------------------------------------------------
     def _create(self, run: JobRun) -> None:
         prio = "high" if run.spec.priority > 0 else "low"
+        if run.elastic:
+            j, c = run.spec, max(1, round(self.params.cooldown / self.params.compress))
+            group, job = elastic_manifests(
+                run.name, run.namespace, j.min_pods, j.max_pods, j.gpus_per_pod, prio, f"{c}s"
+            )
+            self.api.request(
+                "POST", f"/apis/{PODGROUP_API}/namespaces/{run.namespace}/podgroups", body=group
+            )
+            self.api.request("POST", f"/apis/batch/v1/namespaces/{run.namespace}/jobs", body=job)
+            return
         manifest = job_manifest(
             self.stage.spec.stack,
             run.name,
@@ -272,36 +308,26 @@ class Replay:
                     run.pods_seen = now
                 if bound and run.first_bind is None:
                     run.first_bind = now
-                if len(bound) + succeeded >= run.spec.pods and run.all_bound is None:
+                if len(bound) + succeeded >= run.gang and run.all_bound is None:
                     run.all_bound = now
                 if run.first_start is None and not bound:
                     why = next((v.reason for _, v in active if v.reason), "")
                     run.reasons[_reason_class(why)] += 1
-                if succeeded >= run.spec.pods:
+                # rigid: every pod succeeds; elastic: one does, and the Job's success policy ends
+                # the rest (KWOK completes a pod only at the finish-at of a training gang)
+                if succeeded >= (1 if run.elastic else run.spec.pods):
                     run.finished = now
                     run.running_since = None
                     done += 1
                     if progress is not None:
                         progress(1)
                     continue
-                complete = len(running) + succeeded >= run.spec.pods and len(running) > 0
-                if complete and run.running_since is None:
-                    run.running_since = now
-                    run.partial_since = None
-                    run.first_start = run.first_start or now
-                    work = run.remaining + (p.restart_overhead if run.restarts else 0.0)
-                    self._annotate([v for _, v in running], _stamp(work / p.compress))
-                elif not complete and run.running_since is not None:
-                    progressed = (now - run.running_since) * p.compress
-                    kept = math.floor(progressed / p.checkpoint) * p.checkpoint
-                    run.remaining = max(1.0, run.remaining - kept)
-                    run.restarts += 1
-                    run.running_since = None
-                    self._annotate([v for _, v in active if v.finish_at], None)
-                if run.running_since is not None:
-                    # the GPUs its pods hold now: pods that already succeeded hold none (counting
-                    # the job's whole request made useful exceed allocated once, with kueue)
-                    useful += sum(v.gpus for _, v in bound)
+                if run.elastic:
+                    training = self._elastic(run, now, active, running)
+                else:
+                    training = self._rigid(run, now, active, running, succeeded)
+                if training is not None:
+                    useful += training
                     continue
                 if bound:
                     partial += sum(v.gpus for _, v in bound)
@@ -342,6 +368,77 @@ class Replay:
         out["driver_tick_s"] = {"mean": _mean(ticks), "p95": _pct(sorted(ticks), 0.95)}
         return out
 
+    def _rigid(
+        self,
+        run: JobRun,
+        now: float,
+        active: list[tuple[str, PodView]],
+        running: list[tuple[str, PodView]],
+        succeeded: int,
+    ) -> int | None:
+        """A rigid job trains while every pod of its gang runs; the GPUs it trains on, or None."""
+        p = self.params
+        complete = len(running) + succeeded >= run.spec.pods and len(running) > 0
+        if complete and run.running_since is None:
+            run.running_since = now
+            run.partial_since = None
+            run.first_start = run.first_start or now
+            work = run.remaining + (p.restart_overhead if run.restarts else 0.0)
+            self._annotate([v for _, v in running], _stamp(work / p.compress))
+        elif not complete and run.running_since is not None:
+            progressed = (now - run.running_since) * p.compress
+            kept = math.floor(progressed / p.checkpoint) * p.checkpoint
+            run.remaining = max(1.0, run.remaining - kept)
+            run.restarts += 1
+            run.running_since = None
+            self._annotate([v for _, v in active if v.finish_at], None)
+        if run.running_since is None:
+            return None
+        # the GPUs its pods hold now: pods that already succeeded hold none (counting the job's
+        # whole request made useful exceed allocated once, with kueue)
+        return sum(v.gpus for _, v in active if v.node)
+
+    def _elastic(
+        self,
+        run: JobRun,
+        now: float,
+        active: list[tuple[str, PodView]],
+        running: list[tuple[str, PodView]],
+    ) -> int | None:
+        """An elastic job trains at the size of its running pods once every bound pod runs and
+        that size is allowed (a power of two in [min, max]), at the speedup model's rate
+        (solver_sched/sim/model.py), as the trace study's simulator does: losing a pod rolls it
+        back to its last checkpoint (a restart); growing is graceful (checkpoint, restart
+        bigger); both pay ``restart_overhead``. The GPUs it trains on, or None."""
+        p, c = self.params, self.params.compress
+        up = dict(running)
+        settled = len(up) == sum(1 for _, v in active if v.node) and run.allowed(len(up))
+        if run.running_since is not None:
+            lost = not run.members <= up.keys()
+            if lost or (settled and len(up) != run.size):
+                speed = run.speed(run.size)
+                trained = max(0.0, (now - run.running_since) * c - run.overhead)
+                if lost:
+                    trained = math.floor(trained / p.checkpoint) * p.checkpoint
+                    run.restarts += 1
+                else:
+                    run.scale_outs += 1
+                run.remaining = max(1.0, run.remaining - trained * speed)
+                run.running_since = None
+                if not settled:
+                    self._annotate([v for _, v in active if v.finish_at], None)
+        if run.running_since is None and settled:
+            run.running_since, run.size, run.members = now, len(up), set(up)
+            run.partial_since = None
+            run.first_start = run.first_start or now
+            run.max_size = max(run.max_size, run.size)
+            run.overhead = p.restart_overhead if run.restarts or run.scale_outs else 0.0
+            work = run.overhead + run.remaining / run.speed(run.size)
+            self._annotate(list(up.values()), _stamp(work / c))
+        if run.running_since is None:
+            return None
+        return sum(up[u].gpus for u in run.members)
+
     def _summary(
         self, span: float, alloc_s: float, useful_s: float, partial_gpu_s: float
     ) -> dict[str, Any]:
@@ -378,6 +475,9 @@ class Replay:
             "rendezvous_timeouts": sum(r.timeouts for r in self.runs),
             "preempted_pods": len(self.watch.preempted),
             "restarts": sum(r.restarts for r in self.runs),
+            "elastic_jobs": sum(1 for r in self.runs if r.elastic),
+            "scale_outs": sum(r.scale_outs for r in self.runs),
+            "grown_jobs": sum(1 for r in self.runs if r.elastic and r.max_size > r.spec.pods),
             "per_job": [
                 {
                     "name": r.name,
@@ -385,10 +485,18 @@ class Replay:
                     "pods": r.spec.pods,
                     "arrival_h": r.spec.arrival / 3600,
                     "duration_h": r.spec.duration / 3600,
+                    # the shortest it could run: at the requested size, or an elastic job at its
+                    # max from its arrival on (no scheduler can give a JCT below this)
+                    "min_run_h": r.spec.duration
+                    / (r.speed(r.spec.max_pods) if r.elastic else 1.0)
+                    / 3600,
                     "jct_h": None
                     if r.finished is None or r.submitted is None
                     else (r.finished - r.submitted) * c / 3600,
                     "restarts": r.restarts,
+                    "elastic": r.elastic,
+                    "scale_outs": r.scale_outs,
+                    "max_pods_trained": r.max_size if r.elastic else r.spec.pods,
                     **self._delays(r),
                 }
                 for r in self.runs

@@ -53,7 +53,18 @@ def window(path: Path) -> dict[str, Any]:
             k: ours[k] / s[k] if ours.get(k) is not None and s.get(k) else None
             for k in ("avg_jct_h", "avg_queue_h", "util_useful")
         }
+        out["ratios"][stack]["floor"] = floor(ours["per_job"], s.get("avg_jct_h"))
     return out
+
+
+def floor(per_job: list[dict[str, Any]], peer_jct_h: float | None) -> float | None:
+    """The lowest JCT ratio any scheduler could reach against this peer: every job started at
+    its arrival and run at its shortest (``min_run_h``; rigid jobs: their duration), over the
+    peer's measured average JCT. A 0.8x target above this floor cannot be met by scheduling."""
+    runs = [float(r.get("min_run_h", r["duration_h"])) for r in per_job]
+    if not runs or not peer_jct_h:
+        return None
+    return statistics.mean(runs) / peer_jct_h
 
 
 def by_size(per_job: list[dict[str, Any]]) -> dict[int, tuple[int, float]]:
@@ -80,31 +91,41 @@ def aggregate(windows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     for peer in peers:
         rs = [w["ratios"][peer]["avg_jct_h"] for w in windows if peer in w["ratios"]]
         rs = [r for r in rs if r is not None]
+        floors = [w["ratios"][peer].get("floor") for w in windows if peer in w["ratios"]]
+        floors = [f for f in floors if f is not None]
         if rs:
             out[peer] = {"windows": len(rs), "median": statistics.median(rs), "worst": max(rs)}
+        if floors:
+            out[peer]["median_floor"] = statistics.median(floors)
     return out
 
 
 def markdown(windows: list[dict[str, Any]], agg: dict[str, dict[str, float]]) -> list[str]:
     lines = [
         "| window | jobs | peer | peer avg JCT h | solver-sched avg JCT h | JCT ratio | "
-        "queue ratio | gang util ratio | load at start |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "queue ratio | gang util ratio | floor | load at start |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for w in windows:
         for peer, r in w["ratios"].items():
             p, o = w["stacks"][peer], w["stacks"][OURS]
+            fl = "-" if r.get("floor") is None else f"{r['floor']:.3f}"
             lines.append(
                 f"| {w['name']} | {w['jobs']} | {peer} | {p['avg_jct_h']:.2f} | "
-                f"{o['avg_jct_h']:.2f} | {r['avg_jct_h']:.3f} | {r['avg_queue_h']:.3f} | "
-                f"{r['util_useful']:.3f} | {w['load_avg_at_start'][0]:.1f} |"
+                f"{o['avg_jct_h']:.2f} | {r['avg_jct_h']:.3f} | {_f(r['avg_queue_h'])} | "
+                f"{_f(r['util_useful'])} | {fl} | {w['load_avg_at_start'][0]:.1f} |"
             )
     for peer, a in agg.items():
+        fl = f", median floor {a['median_floor']:.3f}" if "median_floor" in a else ""
         lines.append(
             f"\nvs {peer}: median {a['median']:.3f}, worst {a['worst']:.3f} "
-            f"over {a['windows']:.0f} windows"
+            f"over {a['windows']:.0f} windows{fl}"
         )
     return lines
+
+
+def _f(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}"
 
 
 def main(argv: list[str] | None = None) -> int:

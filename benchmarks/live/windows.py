@@ -55,7 +55,9 @@ class Window:
         return f"{self.trace}-{start}-w{self.window_h:g}h-load{self.load:g}-{self.nodes}n"
 
     def jobs(self) -> list[TraceJob]:
-        """The window's jobs that fit the cluster."""
+        """The window's jobs that fit the cluster, with the elastic ranges of the trace study's
+        default mapping (torchrun ``--nnodes=R:2R``; half of Philly's multi-GPU jobs elastic):
+        only ``--elastic`` replays them, to solver-sched."""
         capacity = self.nodes * 8
         opts = TraceOptions(
             jobs=self.read,
@@ -64,6 +66,9 @@ class Window:
             max_duration=self.max_duration_h * 3600,
             seed=self.seed,
             gpus=capacity,
+            min_factor=1.0,
+            max_factor=2.0,
+            elastic_fraction=0.5 if self.trace == "philly" else 0.0,
         )
         with warnings.catch_warnings():
             # the window is a prefix of what is read: fewer jobs than ``read`` left is no news

@@ -15,6 +15,13 @@ same pods made by the same controller:
 - ``kueue``: created suspended with the ``kueue.x-k8s.io/queue-name`` label; Kueue admits it
   (unsuspends it) when the ClusterQueue has quota, and kube-scheduler places the pods.
 
+Elastic jobs (``--elastic``, solver-sched only: none of the peers resizes a Job) are a standalone
+``scheduling.k8s.io`` PodGroup made by the study, as a user would (minCount = the trace job's
+min pods; ``solver-sched.io/max-member``, ``size-policy: power-of-two`` and ``cooldown``
+annotations), and an indexed Job of max pods whose pods join it by ``spec.schedulingGroup`` (the
+Job controller then leaves gang objects alone) with a success policy of one succeeded pod: the
+pods solver-sched leaves unbound are removed by the Job controller when the job is done.
+
 Every pod of job ``j`` is labelled ``live.solver-sched.io/job=j`` for the study's watch.
 """
 
@@ -24,6 +31,8 @@ from typing import Any
 
 JOB_LABEL = "live.solver-sched.io/job"
 GPU = "nvidia.com/gpu"
+PODGROUP_API = "scheduling.k8s.io/v1beta1"
+ANN = "solver-sched.io/"
 
 
 def job_manifest(
@@ -72,3 +81,34 @@ def job_manifest(
         "metadata": {"name": name, "namespace": namespace, "labels": labels},
         "spec": spec,
     }
+
+
+def elastic_manifests(
+    name: str,
+    namespace: str,
+    min_pods: int,
+    max_pods: int,
+    gpus_per_pod: int,
+    priority_class: str,
+    cooldown: str,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The PodGroup and the Job of one elastic trace job for solver-sched (see the module)."""
+    group = {
+        "apiVersion": PODGROUP_API,
+        "kind": "PodGroup",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "annotations": {
+                f"{ANN}max-member": str(max_pods),
+                f"{ANN}size-policy": "power-of-two",
+                f"{ANN}cooldown": cooldown,
+            },
+        },
+        "spec": {"schedulingPolicy": {"gang": {"minCount": min_pods}}},
+    }
+    job = job_manifest("solver-sched", name, namespace, max_pods, gpus_per_pod, priority_class)
+    del job["spec"]["scheduling"]
+    job["spec"]["template"]["spec"]["schedulingGroup"] = {"podGroupName": name}
+    job["spec"]["successPolicy"] = {"rules": [{"succeededCount": 1}]}
+    return group, job

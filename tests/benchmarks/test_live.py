@@ -2,10 +2,11 @@
 ratios and targets read from made-up summaries."""
 
 from benchmarks.live.__main__ import ratios, targets
-from benchmarks.live.replay import _pct
+from benchmarks.live.replay import JobRun, _pct
 from benchmarks.live.scale import gangs_for
+from benchmarks.live.summary import floor
 from benchmarks.live.windows import MIN_OFFERED, Window, chosen, offered_load
-from benchmarks.live.workload import JOB_LABEL, job_manifest
+from benchmarks.live.workload import JOB_LABEL, elastic_manifests, job_manifest
 from solver_sched.sim.model import TraceJob
 
 
@@ -88,3 +89,37 @@ def test_the_windows_rule_takes_the_first_candidates_that_must_queue() -> None:
     earlier = Window("itp04", "0")  # the first candidate: too light to build a queue
     assert offered_load(earlier.jobs(), 512, earlier.window_h) < MIN_OFFERED
     assert first.start == str(5 * 86400)
+
+
+def test_an_elastic_job_is_a_podgroup_of_the_study_and_a_job_of_max_pods() -> None:
+    group, job = elastic_manifests("j7", "team-a", 2, 8, 8, "low", "5s")
+    anns = group["metadata"]["annotations"]
+    assert group["spec"]["schedulingPolicy"]["gang"]["minCount"] == 2
+    assert anns["solver-sched.io/max-member"] == "8"
+    assert anns["solver-sched.io/size-policy"] == "power-of-two"
+    assert anns["solver-sched.io/cooldown"] == "5s"
+    spec = job["spec"]
+    assert spec["parallelism"] == spec["completions"] == 8
+    assert "scheduling" not in spec  # the Job controller makes no gang objects of its own
+    assert spec["template"]["spec"]["schedulingGroup"] == {"podGroupName": "j7"}
+    assert spec["template"]["spec"]["schedulerName"] == "solver-sched"
+    assert spec["successPolicy"] == {"rules": [{"succeededCount": 1}]}
+
+
+def test_an_elastic_run_trains_at_powers_of_two_with_the_speedup_model() -> None:
+    spec = TraceJob("e", 0.0, 3600.0, gpus=32, gpus_per_pod=8, min_pods=4, max_pods=8)
+    run = JobRun(spec, "j0", "default", spec.duration, elastic=True)
+    assert run.gang == 4
+    assert [n for n in range(10) if run.allowed(n)] == [4, 8]
+    assert run.speed(4) == 1.0
+    assert 1.41 < run.speed(8) < 1.42  # sqrt(2): the trace study's alpha 0.5
+    assert run.speed(2) == 0.5
+
+
+def test_the_floor_is_every_job_run_at_its_shortest_from_arrival() -> None:
+    per_job = [
+        {"duration_h": 2.0, "min_run_h": 2.0},  # rigid
+        {"duration_h": 2.0, "min_run_h": 1.0},  # elastic, at its max
+    ]
+    assert floor(per_job, 2.0) == 0.75  # mean 1.5 h over the peer's 2 h
+    assert floor(per_job, None) is None
