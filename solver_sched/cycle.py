@@ -296,18 +296,17 @@ def _variant(
     label: str,
     shares: dict[str, float] | None = None,
 ) -> _Candidate | None:
-    """Another greedy candidate: starting gangs in the order of the LP relaxation's shares
-    (None when that is queue order: the same plan as greedy's), value-aware victims, or
-    smallest first (None when that is queue order too)."""
-    order = queue_order(problem)
-    if shares is not None and start_order(problem, order, shares) == order:
-        return None
-    if label == DENSE and start_order(problem, order, None, dense=True) == order:
-        return None
+    """Another greedy candidate: starting gangs in the order of the LP relaxation's shares or
+    smallest first (None when that is queue order: the same plan as greedy's), or with
+    value-aware victims (in queue order)."""
+    order = starts = None
+    if label in (GUIDED, DENSE):
+        order = queue_order(problem)
+        starts = start_order(problem, order, shares, dense=label == DENSE)
+        if starts == order:
+            return None
     with timer("greedy"):
-        st = greedy_plan(
-            snapshot, problem, shares, value_aware=label == VALUE_AWARE, dense=label == DENSE
-        )
+        st = greedy_plan(snapshot, problem, starts, value_aware=label == VALUE_AWARE, order=order)
         a = assignment_of(st)
         values = to_values(model, built, a.sizes, a.counts)
     with timer("plan"):
