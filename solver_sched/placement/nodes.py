@@ -64,6 +64,7 @@ class NodeState:
             max(0, f.get(res.GPU, 0)) for n, f in self.free.items() if snapshot.nodes[n].schedulable
         )
         self._feasible: dict[object, tuple[str, ...]] = {}
+        self._admitting: dict[object, frozenset[str]] = {}
         self._pools: dict[PoolKey, _Pool] = {}
         self._pools_of: dict[str, list[_Pool]] = defaultdict(list)
         self.fence: Fence | None = None  # while set, picks stay inside this topology domain
@@ -94,6 +95,13 @@ class NodeState:
                 and res.fits(pod.requests, n.allocatable)
             )
         return self._feasible[key]
+
+    def admitting(self, pod: Pod) -> frozenset[str]:
+        """``feasible`` as a set, for membership tests."""
+        key = (pod.constraints, res.key(pod.requests))
+        if key not in self._admitting:
+            self._admitting[key] = frozenset(self.feasible(pod))
+        return self._admitting[key]
 
     def _pool(self, pod: Pod, cluster: str, cls: int | None) -> _Pool:
         fence = self.fence
