@@ -27,7 +27,7 @@ from solver_sched.formulation.values import to_values
 from solver_sched.placement.state import PlanState
 from solver_sched.planning.check import check
 from solver_sched.planning.diff import diff
-from solver_sched.planning.pack import minimize_evictions, pack
+from solver_sched.planning.pack import compact, minimize_evictions, pack
 from solver_sched.solvers.budget import auto_budget, search_deadline
 from solver_sched.solvers.cpsat import Outcome, Search
 from solver_sched.solvers.greedy import (
@@ -37,6 +37,7 @@ from solver_sched.solvers.greedy import (
     queue_order,
     start_order,
 )
+from solver_sched.solvers.lexicographic import improve_topology
 from solver_sched.solvers.lp import relaxation
 from solver_sched.solvers.milp import solve_milp
 from solver_sched.solvers.result import Assignment, SolveStats, SolveStatus
@@ -48,6 +49,8 @@ VALUE_AWARE = "value-greedy"  # greedy taking no victim worth as much as the sta
 DENSE = "dense-greedy"  # with a start bonus: gangs of one priority smallest first (greedy.py)
 NO_SEARCH_BELOW = 0.1  # of the budget: with less left the model is not even translated
 REPACKS = 3  # packings of the solver's plan after the first, while some job fails to pack
+COMPACT = "compact"  # the best candidate's sizes packed again, largest topology gang first
+FIRST_STAGE = 0.5  # of the search when gangs ask for topology; the rest: the second stage's
 VARIANTS = 0.5  # of a cycle's budget: greedy's other candidates end by then (docs/formulation.md)
 
 
@@ -182,10 +185,22 @@ def _cycle(
         solving.cancel()
         raise
     with timer("solve"):
+        deadline = None
         if budget is not None:  # what greedy's plan took to pack and check, the solver's needs
             after = timer.phases.get("plan", 0.0) + timer.phases.get("check", 0.0)
-            solving.stop_at(search_deadline(start, budget, after))
+            deadline = search_deadline(start, budget, after)
+            now_ = time.perf_counter()  # with topology, part of it is the second stage's
+            staged = problem.asks and backend == "cpsat"
+            solving.stop_at(now_ + FIRST_STAGE * (deadline - now_) if staged else deadline)
         stats, values = solving.result()
+        if problem.asks and values is not None and stats.status is SolveStatus.FEASIBLE:
+            # value held, topology alone (solvers/lexicographic.py), if what is left outlasts
+            # translating the model once more
+            now_ = time.perf_counter()
+            end = now_ + (1 - FIRST_STAGE) * limit if deadline is None else deadline
+            if solving.search is not None and end - now_ > 2 * solving.search.translation:
+                values, note = improve_topology(built.model, values, end, s)
+                stats = replace(stats, detail=f"{stats.detail}; {note}")
     candidates = [first, *rest]
     # The hint given back unimproved is greedy's plan: packed again, it would only be checked
     # again (at XL that is 1-2 s). It is still tried when greedy's plan failed the checker.
@@ -206,6 +221,11 @@ def _cycle(
                 st, notes, failed = pack(snapshot, problem, assignment, first=ahead)
                 candidates.append(_score(model, built, backend, st, notes, None))
     candidates.sort(key=lambda c: c.rank, reverse=True)  # ties go to the solver
+    if problem.asks and (budget is None or time.perf_counter() + one_pass <= start + budget):
+        with timer("plan"):  # the best plan's sizes, best-fit decreasing (planning/pack.py)
+            st, notes, _ = compact(snapshot, problem, candidates[0].state)
+            candidates.append(_score(model, built, COMPACT, st, notes, None))
+        candidates.sort(key=lambda c: c.rank, reverse=True)
     rejected: list[str] = []
     for c in candidates:  # best first; fail closed: a plan the checker rejects is never emitted
         if c.plan is None:
@@ -276,18 +296,17 @@ def _variant(
     label: str,
     shares: dict[str, float] | None = None,
 ) -> _Candidate | None:
-    """Another greedy candidate: starting gangs in the order of the LP relaxation's shares
-    (None when that is queue order: the same plan as greedy's), value-aware victims, or
-    smallest first (None when that is queue order too)."""
-    order = queue_order(problem)
-    if shares is not None and start_order(problem, order, shares) == order:
-        return None
-    if label == DENSE and start_order(problem, order, None, dense=True) == order:
-        return None
+    """Another greedy candidate: starting gangs in the order of the LP relaxation's shares or
+    smallest first (None when that is queue order: the same plan as greedy's), or with
+    value-aware victims (in queue order)."""
+    order = starts = None
+    if label in (GUIDED, DENSE):
+        order = queue_order(problem)
+        starts = start_order(problem, order, shares, dense=label == DENSE)
+        if starts == order:
+            return None
     with timer("greedy"):
-        st = greedy_plan(
-            snapshot, problem, shares, value_aware=label == VALUE_AWARE, dense=label == DENSE
-        )
+        st = greedy_plan(snapshot, problem, starts, value_aware=label == VALUE_AWARE, order=order)
         a = assignment_of(st)
         values = to_values(model, built, a.sizes, a.counts)
     with timer("plan"):

@@ -19,6 +19,7 @@ from solver_sched.domain.plan import BindPod, Plan
 from solver_sched.domain.snapshot import ClusterSnapshot
 from solver_sched.domain.topology import HOSTNAME, DomainId, Mode, Topology, ask_of
 from solver_sched.formulation.problem import Problem
+from solver_sched.placement.nodes import NodeState
 from solver_sched.placement.state import PlanState
 
 Placement = dict[str, str]  # pending pod -> node
@@ -194,22 +195,24 @@ def volcano_tiers(snapshot: ClusterSnapshot, topology: Topology) -> Plan:
     free: Free = {n: dict(f) for n, f in snapshot.free_per_node.items()}
     placed: Placement = {}
     tiers = topology.tiers()
-    by_level = {key: level_domains(snapshot, topology, key) for key in topology.levels}
+    admits = NodeState(snapshot).admitting
+    by_level: dict[str, list[tuple[DomainId, list[str], int]]] = {}  # (domain, nodes, GPUs)
     for job, pods in _gangs(snapshot):
         search, required = _volcano_search(job, topology, tiers)
+        need = sum(p.requests.get(res.GPU, 0) for p in pods)
         result: Placement | None = None
         for key in search:
             best: tuple[float, DomainId, Placement] | None = None
-            level = by_level.get(key)
-            if level is None:
-                level = by_level[key] = level_domains(snapshot, topology, key)
-            for d, members in sorted(level.items()):
-                trial = binpack(snapshot, free, pods, members)
+            if key not in by_level:
+                by_level[key] = [
+                    (d, members, _gpus(snapshot, members))
+                    for d, members in sorted(level_domains(snapshot, topology, key).items())
+                ]
+            for d, members, total in by_level[key]:
+                trial = binpack(admits, free, pods, members)
                 if trial is None:
                     continue
-                total = sum(snapshot.nodes[n].allocatable.get(res.GPU, 0) for n in members)
                 left = sum(free[n].get(res.GPU, 0) for n in members)
-                need = sum(p.requests.get(res.GPU, 0) for p in pods)
                 score = (total - left + need) / total if total else 0.0
                 if best is None or (score, d) > (best[0], best[1]):
                     best = (score, d, trial)
@@ -217,13 +220,17 @@ def volcano_tiers(snapshot: ClusterSnapshot, topology: Topology) -> Plan:
                 result = best[2]
                 break
         if result is None and not required:
-            result = binpack(snapshot, free, pods, sorted(snapshot.nodes))
+            result = binpack(admits, free, pods, sorted(snapshot.nodes))
         if result is None:
             continue
         for pod_name, node in result.items():
             free[node] = res.sub(free[node], snapshot.pods[pod_name].requests)
             placed[pod_name] = node
     return _plan(snapshot, placed)
+
+
+def _gpus(snapshot: ClusterSnapshot, members: list[str]) -> int:
+    return sum(snapshot.nodes[n].allocatable.get(res.GPU, 0) for n in members)
 
 
 def _volcano_search(job: Job, topology: Topology, tiers: tuple[str, ...]) -> tuple[list[str], bool]:
@@ -244,19 +251,15 @@ def _volcano_search(job: Job, topology: Topology, tiers: tuple[str, ...]) -> tup
 
 
 def binpack(
-    snapshot: ClusterSnapshot, free: Free, pods: tuple[Pod, ...], members: list[str]
+    admits: Callable[[Pod], frozenset[str]], free: Free, pods: tuple[Pod, ...], members: list[str]
 ) -> Placement | None:
-    """Each pod to the node with the fewest free GPUs that holds it (binpack), all or none."""
+    """Each pod to the node with the fewest free GPUs that holds it (binpack), all or none;
+    ``admits``: the nodes a pod may use (``NodeState.admitting``)."""
     room = {n: dict(free[n]) for n in members}
     out: Placement = {}
     for pod in pods:
-        ok = [
-            n
-            for n in members
-            if snapshot.nodes[n].schedulable
-            and pod.constraints.allows(snapshot.nodes[n].labels, snapshot.nodes[n].taints, n)
-            and res.fits(pod.requests, room[n])
-        ]
+        allowed = admits(pod)
+        ok = [n for n in members if n in allowed and res.fits(pod.requests, room[n])]
         if not ok:
             return None
         node = min(ok, key=lambda n: (room[n].get(res.GPU, 0), n))
