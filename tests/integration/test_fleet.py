@@ -556,7 +556,7 @@ def test_dry_run_writes_nothing_then_one_leader_places_once(fl: FleetTest) -> No
     exactly once (generation 1, one copy), and the leader's /metrics counts the dispatch."""
     import urllib.request
 
-    from solver_sched.fleet.sandbox import free_port
+    from solver_sched.kube.training_operator import free_port
 
     _nodes(fl, "member-1", 1, gpus=8)
     _join_all(fl)
