@@ -51,7 +51,12 @@ NO_SEARCH_BELOW = 0.1  # of the budget: with less left the model is not even tra
 REPACKS = 3  # packings of the solver's plan after the first, while some job fails to pack
 COMPACT = "compact"  # the best candidate's sizes packed again, largest topology gang first
 FIRST_STAGE = 0.5  # of the search when gangs ask for topology; the rest: the second stage's
-VARIANTS = 0.5  # of a cycle's budget: greedy's other candidates end by then (docs/formulation.md)
+# Of a cycle's budget: greedy's other candidates end by then, and the LP relaxation (whose window
+# is not greedy's pass) by LP_SHARE. From 512 nodes on CP-SAT's short window returns nothing better
+# than the hint while value-greedy's pass finds +0.2-1.4% (docs/benchmarks.md section 1), so the
+# candidates get the larger share and value-greedy goes first (docs/formulation.md).
+VARIANTS = 0.75
+LP_SHARE = 0.5
 
 
 @dataclass
@@ -138,24 +143,24 @@ def _cycle(
         others.append(_score(model, built, "greedy", greedy_state, [], hint))
     one_pass = timer.phases["greedy"]
 
-    def room_for_another() -> bool:
-        """Another greedy pass (about as long as the first) fits in what the budget leaves for
-        candidates; without a budget, always."""
-        return budget is None or time.perf_counter() + one_pass <= start + VARIANTS * budget
+    def room_for_another(share: float = VARIANTS) -> bool:
+        """Another greedy pass (about as long as the first) fits in this share of the budget;
+        without a budget, always."""
+        return budget is None or time.perf_counter() + one_pass <= start + share * budget
 
     if backend != "greedy" and problem.too_large is None:
-        if s.lp_guide and room_for_another():
+        if room_for_another():  # the candidate that pays most where the search cannot
+            others.append(_variant(snapshot, problem, model, built, timer, VALUE_AWARE))
+        if s.lp_guide and room_for_another(LP_SHARE):
             with timer("lp"):  # which gangs the relaxation starts: greedy in that order too
-                # within the candidates' share of the budget: at L with topology on, the LP of
-                # the per-domain model took 3.5 s of a 3 s target (docs/benchmarks.md section 5)
+                # within its share of the budget: at L with topology on, the LP of the
+                # per-domain model took 3.5 s of a 3 s target (docs/benchmarks.md section 5)
                 window = (
-                    limit if budget is None else start + VARIANTS * budget - time.perf_counter()
+                    limit if budget is None else start + LP_SHARE * budget - time.perf_counter()
                 )
                 shares = relaxation(model, built, min(limit, window))
             if shares is not None and room_for_another():
                 others.append(_variant(snapshot, problem, model, built, timer, GUIDED, shares))
-        if room_for_another():
-            others.append(_variant(snapshot, problem, model, built, timer, VALUE_AWARE))
         if problem.asks:  # never below a topology baseline's plan
             for name, baseline in BASELINES.items():
                 if room_for_another():
