@@ -42,13 +42,12 @@ from solver_sched.domain.snapshot import ClusterSnapshot
 from solver_sched.domain.topology import choose
 from solver_sched.formulation.aggregate import aggregate
 from solver_sched.formulation.build import build
-from solver_sched.formulation.linear import LinearModel
 from solver_sched.formulation.prepare import prepare
 from solver_sched.io.kube_snapshot import snapshot_from_objects
 from solver_sched.planning.check import check
 from solver_sched.sim.topology import metrics
 from solver_sched.solvers.cpsat import solve_cpsat
-from solver_sched.solvers.lexicographic import value_terms
+from solver_sched.solvers.lexicographic import crossings, held_value
 from solver_sched.solvers.result import SolveStatus
 from solver_sched.solvers.topology_baselines import BASELINES, replay
 from solver_sched.synthetic.topology import RACK_LABEL, TOPOLOGY_PRESETS, topology_objects
@@ -94,22 +93,7 @@ def fewest_crossings(snap: ClusterSnapshot, cfg: SchedulerConfig, plan: Plan) ->
     values = _score(model, built, "plan", replay(snap, problem, plan), [], None).values
     if values is None:
         return None
-    lm, v = built.model, built.vars
-    cross: dict[int, int] = {}  # sum_j (run_j - sum_D d[j,D]), maximised
-    for var in v.d.values():
-        cross[var] = cross.get(var, 0) - 1
-    for j in {j for (j, _d) in v.d}:
-        for y in v.y[j][1:]:
-            cross[y] = cross.get(y, 0) + 1
-    value = value_terms(lm)
-    fewest = LinearModel(
-        names=lm.names,
-        lb=lm.lb,
-        ub=lm.ub,
-        constraints=list(lm.constraints),
-        elastic={"crossings": sorted(cross.items())},
-    )
-    fewest.add("value_floor", value, sum(c * values[x] for x, c in value), None)
+    fewest = held_value(built.model, values, crossings(built.vars))
     status, _found, objective, _bound, _s, _d = solve_cpsat(fewest, values, 60.0, 1, 0)
     return round(-objective) if status is SolveStatus.OPTIMAL and objective is not None else None
 

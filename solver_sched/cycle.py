@@ -37,7 +37,6 @@ from solver_sched.solvers.greedy import (
     queue_order,
     start_order,
 )
-from solver_sched.solvers.lexicographic import improve_topology
 from solver_sched.solvers.lp import relaxation
 from solver_sched.solvers.milp import solve_milp
 from solver_sched.solvers.result import Assignment, SolveStats, SolveStatus
@@ -50,7 +49,6 @@ DENSE = "dense-greedy"  # with a start bonus: gangs of one priority smallest fir
 NO_SEARCH_BELOW = 0.1  # of the budget: with less left the model is not even translated
 REPACKS = 3  # packings of the solver's plan after the first, while some job fails to pack
 COMPACT = "compact"  # the best candidate's sizes packed again, largest topology gang first
-FIRST_STAGE = 0.5  # of the search when gangs ask for topology; the rest: the second stage's
 # Of a cycle's budget: greedy's other candidates end by then, and the LP relaxation (whose window
 # is not greedy's pass) by LP_SHARE. From 512 nodes on CP-SAT's short window returns nothing better
 # than the hint while value-greedy's pass finds +0.2-1.4% (docs/benchmarks.md section 1), so the
@@ -190,22 +188,10 @@ def _cycle(
         solving.cancel()
         raise
     with timer("solve"):
-        deadline = None
         if budget is not None:  # what greedy's plan took to pack and check, the solver's needs
             after = timer.phases.get("plan", 0.0) + timer.phases.get("check", 0.0)
-            deadline = search_deadline(start, budget, after)
-            now_ = time.perf_counter()  # with topology, part of it is the second stage's
-            staged = problem.asks and backend == "cpsat"
-            solving.stop_at(now_ + FIRST_STAGE * (deadline - now_) if staged else deadline)
+            solving.stop_at(search_deadline(start, budget, after))
         stats, values = solving.result()
-        if problem.asks and values is not None and stats.status is SolveStatus.FEASIBLE:
-            # value held, topology alone (solvers/lexicographic.py), if what is left outlasts
-            # translating the model once more
-            now_ = time.perf_counter()
-            end = now_ + (1 - FIRST_STAGE) * limit if deadline is None else deadline
-            if solving.search is not None and end - now_ > 2 * solving.search.translation:
-                values, note = improve_topology(built.model, values, end, s)
-                stats = replace(stats, detail=f"{stats.detail}; {note}")
     candidates = [first, *rest]
     # The hint given back unimproved is greedy's plan: packed again, it would only be checked
     # again (at XL that is 1-2 s). It is still tried when greedy's plan failed the checker.

@@ -1,17 +1,18 @@
-"""A second, lexicographic stage for topology (docs/formulation.md, Topology): the model with its
-placement value held at a first solution's as a row, and only the topology terms (then the tie
-band) left to optimise. The first stage's optimum is already value first, topology second (the
-topology terms sit in the elastic band below any placement); the second stage spends what the
-cycle has left on topology alone, where the first stopped at FEASIBLE.
+"""The model with a plan's placement value held as a row and another objective: the second stage
+of a lexicographic solve. The topology study (benchmarks/topology.py ``--bounds``) uses it for the
+fewest rack crossings any plan of a given value can have; the property test of
+tests/solvers/test_topology_baselines.py for what "equal value" means.
+
+A second stage inside the cycle (the first search cut at half its time, then this model with the
+topology terms as its objective until the deadline) was measured and is not built: on the
+reported seeds it moved crossings by no more than runs differ, and on one instance the shorter
+first search gave up 18% of the GPU value (docs/benchmarks.md, section 5).
 """
 
 from __future__ import annotations
 
-import time
-
-from solver_sched.config.schema import Settings
 from solver_sched.formulation.linear import LinearModel, Terms
-from solver_sched.solvers.cpsat import Search
+from solver_sched.formulation.variables import Vars
 
 TOPOLOGY_TERMS = ("topology_spread", "fragmentation")
 
@@ -29,38 +30,28 @@ def value_terms(model: LinearModel) -> Terms:
     return [(v, c) for v, c in sorted(out.items()) if c]
 
 
-def topology_stage(model: LinearModel, values: list[int]) -> LinearModel:
-    """``model`` with ``value >= value(values)`` as a row (``value_terms``) and an objective of
-    the topology terms and the tie band alone, the same variables (``values`` is a hint).
-    Every solution is at least as good as ``values`` by the first model's objective when its
-    topology and tie terms are."""
+def held_value(model: LinearModel, values: list[int], objective: Terms) -> LinearModel:
+    """``model`` with ``value >= value(values)`` as a row (``value_terms``) and ``objective``
+    (maximised) instead of its own; the same variables, so ``values`` is a hint."""
     value = value_terms(model)
-    floor = sum(c * values[v] for v, c in value)
     out = LinearModel(
         names=model.names,
         lb=model.lb,
         ub=model.ub,
         constraints=list(model.constraints),
-        elastic={n: t for n, t in model.elastic.items() if n in TOPOLOGY_TERMS},
-        tie=dict(model.tie),
-        band=1,
-        tie_band=model.tie_band,
+        elastic={"objective": list(objective)},
     )
-    out.add("value_floor", value, floor, None)
+    out.add("value_floor", value, sum(c * values[v] for v, c in value), None)
     return out
 
 
-def improve_topology(
-    model: LinearModel, values: list[int], deadline: float, s: Settings
-) -> tuple[list[int], str]:
-    """The second stage's solution (CP-SAT, hinted with ``values``, searching until ``deadline``,
-    a perf_counter time, after its translation), or ``values`` when it finds nothing better by
-    the second stage's objective; and a detail for the solve's statistics."""
-    stage = topology_stage(model, values)
-    search = Search(stage, values, 1.0, s.workers, s.random_seed, s.linearization_level)
-    search.solver.parameters.max_time_in_seconds = max(0.01, deadline - time.perf_counter())
-    status, found, _obj, _bound, secs, _detail = search.run()
-    gain = 0 if found is None else stage.objective_value(found) - stage.objective_value(values)
-    if found is None or gain <= 0:
-        return values, f"second stage: {status}, no gain ({secs:.3f}s)"
-    return found, f"second stage: {status}, topology +{gain} ({secs:.3f}s)"
+def crossings(v: Vars) -> Terms:
+    """Minus the domain crossings of the gangs that ask for topology (domains of their level
+    used - 1, for each gang that runs), as terms to maximise: ``sum_j (run_j - sum_D d[j,D])``."""
+    out: dict[int, int] = {}
+    for var in v.d.values():
+        out[var] = out.get(var, 0) - 1
+    for j in sorted({j for (j, _d) in v.d}):
+        for y in v.y[j][1:]:
+            out[y] = out.get(y, 0) + 1
+    return sorted(out.items())

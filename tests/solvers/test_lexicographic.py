@@ -1,13 +1,12 @@
-"""The second, lexicographic stage: placement value held at the first solution's, topology alone
-optimised."""
+"""A plan's value held as a row, another objective: what the study's crossing bounds and the
+equal-value property stand on."""
 
 from __future__ import annotations
 
-import time
-
-from solver_sched.config.schema import Settings
 from solver_sched.formulation.linear import LinearModel
-from solver_sched.solvers.lexicographic import improve_topology, topology_stage, value_terms
+from solver_sched.formulation.variables import Vars
+from solver_sched.solvers.cpsat import solve_cpsat
+from solver_sched.solvers.lexicographic import crossings, held_value, value_terms
 
 
 def _model() -> LinearModel:
@@ -21,21 +20,25 @@ def _model() -> LinearModel:
 
 
 def test_value_terms_are_the_objective_without_topology() -> None:
+    assert value_terms(_model()) == [(0, 3 * 5 * 10)]
+
+
+def test_the_held_value_keeps_the_placement_the_objective_would_give_up() -> None:
     lm = _model()
-    assert value_terms(lm) == [(0, 3 * 5 * 10)]
-
-
-def test_the_second_stage_keeps_the_value_and_improves_topology() -> None:
-    lm = _model()
-    first = [1, 0]  # the first stage's solution: placed, topology not improved
-    found, note = improve_topology(lm, first, time.perf_counter() + 5, Settings(workers=1))
-    assert found == [1, 1], note
-    assert lm.objective_value(found) > lm.objective_value(first)
-
-
-def test_without_the_value_row_topology_would_take_the_placement_back() -> None:
-    stage = topology_stage(_model(), [1, 0])
+    stage = held_value(lm, [1, 0], [(0, -1), (1, 1)])  # topology alone: a costs, t gains
     floor = next(c for c in stage.constraints if c.name == "value_floor")
     assert floor.lo == 150 and floor.terms == [(0, 150)]
     assert stage.violated([0, 1]) == ["value_floor"]  # the better topology alone: not allowed
-    assert stage.objective_value([0, 1]) > stage.objective_value([1, 1])
+    status, found, *_ = solve_cpsat(stage, [1, 0], 5.0, 1, 0)
+    assert found == [1, 1], status
+
+
+def test_crossings_are_domains_used_less_one_per_gang_that_runs() -> None:
+    lm = LinearModel()
+    y0, y1 = lm.var("y0", 0, 1), lm.var("y1", 0, 1)  # gang 0: size 0 or 1
+    d1, d2 = lm.var("d1", 0, 1), lm.var("d2", 0, 1)
+    v = Vars(y=[[y0, y1]], d={(0, ("r1",)): d1, (0, ("r2",)): d2})
+    terms = dict(crossings(v))
+    assert terms == {y1: 1, d1: -1, d2: -1}
+    spread = {y0: 0, y1: 1, d1: 1, d2: 1}
+    assert -sum(c * spread[x] for x, c in terms.items()) == 1  # two racks: one crossing
