@@ -29,7 +29,7 @@ from solver_sched.planning.check import check
 from solver_sched.planning.diff import diff
 from solver_sched.planning.pack import compact, minimize_evictions, pack
 from solver_sched.solvers.budget import auto_budget, search_deadline
-from solver_sched.solvers.cpsat import Outcome, Search
+from solver_sched.solvers.cpsat import SMALL_MODEL, Outcome, Search
 from solver_sched.solvers.greedy import (
     assignment_of,
     counts_of,
@@ -50,10 +50,12 @@ NO_SEARCH_BELOW = 0.1  # of the budget: with less left the model is not even tra
 REPACKS = 3  # packings of the solver's plan after the first, while some job fails to pack
 COMPACT = "compact"  # the best candidate's sizes packed again, largest topology gang first
 # Of a cycle's budget: greedy's other candidates end by then, and the LP relaxation (whose window
-# is not greedy's pass) by LP_SHARE. From 512 nodes on CP-SAT's short window returns nothing better
-# than the hint while value-greedy's pass finds +0.2-1.4% (docs/benchmarks.md section 1), so the
-# candidates get the larger share and value-greedy goes first (docs/formulation.md).
+# is not greedy's pass) by LP_SHARE. A small model (cpsat.SMALL_MODEL variables, S) is searched
+# to its optimum in the budget, so the search keeps half of it. On larger ones (from 512 nodes)
+# CP-SAT's short window returns nothing better than the hint while value-greedy's pass finds
+# +0.2-1.4% (docs/benchmarks.md section 1): the candidates get more, value-greedy first.
 VARIANTS = 0.75
+VARIANTS_SMALL = 0.5
 LP_SHARE = 0.5
 
 
@@ -141,7 +143,9 @@ def _cycle(
         others.append(_score(model, built, "greedy", greedy_state, [], hint))
     one_pass = timer.phases["greedy"]
 
-    def room_for_another(share: float = VARIANTS) -> bool:
+    variants = VARIANTS if len(built.model.names) > SMALL_MODEL else VARIANTS_SMALL
+
+    def room_for_another(share: float = variants) -> bool:
         """Another greedy pass (about as long as the first) fits in this share of the budget;
         without a budget, always."""
         return budget is None or time.perf_counter() + one_pass <= start + share * budget
