@@ -148,3 +148,12 @@ def test_a_broader_domain_is_the_prefix_of_its_levels() -> None:
     assert topology._within(rm.problem, BLOCK, RACK, ("b2", "r3")) == ("b2",)
     assert topology._within(rm.problem, "example.com/row", RACK, ("b2", "r3")) is None
     assert topology._within(rm.problem, BLOCK, "example.com/row", ("b2", "r3")) is None
+
+
+def test_not_even_one_pod_in_a_domain_the_gang_did_not_choose() -> None:
+    rm = _cluster(m.gang("p", 2, gpus=2, annotations=PREF))
+    sid = rm.problem.shape_of["default/p-worker-0"]
+    one_pod = {"y[default/p,2]": 1, f"zt[default/p,{sid},b1/r1]": 1, "d[default/p,b1/r2]": 1}
+    one_pod |= {f"zt[default/p,{sid},b1/r2]": 1, "b[default/p,b1]": 1}
+    one_pod |= {rm.x("default/p-worker-0", "a"): 1, rm.x("default/p-worker-0", "b"): 1}
+    assert rm.violated(one_pod) == [f"in_domain[default/p,{sid},b1/r1]"]
