@@ -2,7 +2,7 @@
 side in one run, on the topology presets (blocks of 4-8 racks of 8-32 nodes, 70-95% used).
 
 Policies on each instance (the same snapshot, one cycle each):
-- ``kueue-bestfit``: Kueue TAS's BestFit (solver_sched/sim/topology.py, docs/topology.md);
+- ``kueue-bestfit``: Kueue TAS's BestFit (solvers/topology_baselines.py, docs/topology.md);
 - ``volcano-tiers``: Volcano's HyperNode tiers with its binpack score;
 - ``greedy``: solver-sched's greedy backend (BestFit per gang, in greedy's order);
 - ``solver-sched``: the default cycle (CP-SAT).

@@ -262,8 +262,16 @@ class Demo:
             return done if done and not left else None
 
         done = wait_for(f"{job} succeeded", succeeded, timeout=30)
-        groups = self.kube.api.get(PODGROUPS.format(ns=namespace))["items"]
-        group = "kept" if any(g["metadata"]["name"] == job for g in groups) else "deleted"
+
+        def group_gone() -> bool:  # the operator deletes it after the pods
+            groups = self.kube.api.get(PODGROUPS.format(ns=namespace))["items"]
+            return not any(g["metadata"]["name"] == job for g in groups)
+
+        try:
+            wait_for(f"{job}'s PodGroup gone", group_gone, timeout=10)
+            group = "deleted"
+        except AssertionError:
+            group = "kept"
         policy = self.pytorch_job(job, namespace)["spec"].get("runPolicy", {}).get("cleanPodPolicy")
         say(
             self.out,
@@ -401,23 +409,29 @@ def _story(d: Demo) -> None:
     d.step(
         "2. Elastic fill by powers of two",
         "`elastic`, a PyTorchJob (16 workers, elasticPolicy min 2 / max 16, power-of-two) on 13 "
-        "idle GPUs -> 8 workers. The training-operator creates its pods and PodGroup.",
+        "idle GPUs -> 8 workers. The training-operator creates its pods and PodGroup (the "
+        "scheduler is paused until all 16 exist).",
     )
-    kube.create(
-        m.pytorch_job(
-            "elastic",
-            16,
-            min_replicas=2,
-            max_replicas=16,
-            annotations={
-                "solver-sched.io/size-policy": "power-of-two",
-                "solver-sched.io/cooldown": "20s",
-            },
-            clean_pod_policy="Running",
+    # The operator creates the pods one by one: a cycle in between would start the job at the
+    # size of the pods that exist so far (4) and grow it the next (4 -> 8). Paused until all 16
+    # exist, the scheduler's first plan sees the whole job.
+    with paused(d.scheduler_pid):
+        kube.create(
+            m.pytorch_job(
+                "elastic",
+                16,
+                min_replicas=2,
+                max_replicas=16,
+                annotations={
+                    "solver-sched.io/size-policy": "power-of-two",
+                    "solver-sched.io/cooldown": "20s",
+                },
+                clean_pod_policy="Running",
+            )
         )
-    )
-    d.wait("elastic 8", lambda: d.bound("elastic") == 8, expect=(("Scheduled", "elastic"),))
+        wait_for("the operator's 16 pods", lambda: len(d.owned("elastic")) == 16, timeout=30)
     d.created_by_operator("elastic")
+    d.wait("elastic 8", lambda: d.bound("elastic") == 8, expect=(("Scheduled", "elastic"),))
     kube.kubelet("default", "elastic-")  # the bound workers start
     d.jobs("default", "elastic")
     d.operator_status("elastic", active=8)

@@ -42,14 +42,6 @@ def _gangs(snapshot: ClusterSnapshot) -> list[tuple[Job, tuple[Pod, ...]]]:
     return out
 
 
-def _nodes_for(snapshot: ClusterSnapshot, pod: Pod) -> list[str]:
-    return [
-        n.name
-        for n in sorted(snapshot.nodes.values(), key=lambda n: n.name)
-        if n.schedulable and pod.constraints.allows(n.labels, n.taints, n.name)
-    ]
-
-
 def level_domains(
     snapshot: ClusterSnapshot, topology: Topology, key: str
 ) -> dict[DomainId, list[str]]:
@@ -78,13 +70,19 @@ def kueue_best_fit(snapshot: ClusterSnapshot, topology: Topology) -> Plan:
     placed: Placement = {}
     levels = topology.levels if HOSTNAME in topology.levels else (*topology.levels, HOSTNAME)
     view = Topology(levels, topology.source)
+    admits = NodeState(snapshot).admitting
+    # each node's domain per level, once (not per gang: at L that was most of the baseline)
+    domain = [
+        {n: d for n, node in snapshot.nodes.items() if (d := view.domain_of(node.labels, key))}
+        for key in levels
+    ]
     for job, pods in _gangs(snapshot):
         shape = max(pods, key=lambda p: p.requests.get(res.GPU, 0))
-        allowed = set(_nodes_for(snapshot, shape))
+        allowed = admits(shape)  # a node that could not hold it empty holds 0 pods of it
         ask = ask_of(job.topology, view)
         start = levels.index(ask.key) if ask is not None and ask.key in levels else 0
         required = ask is not None and ask.mode is Mode.REQUIRED
-        counts = _kueue_assign(snapshot, view, free, allowed, shape, len(pods), start, required)
+        counts = _kueue_assign(domain, free, allowed, shape, len(pods), start, required)
         if counts is None:
             continue
         nodes = [n for n, c in sorted(counts.items()) for _ in range(c)]
@@ -99,22 +97,22 @@ def kueue_best_fit(snapshot: ClusterSnapshot, topology: Topology) -> Plan:
 
 
 def _kueue_assign(
-    snapshot: ClusterSnapshot,
-    view: Topology,
+    domain: list[dict[str, DomainId]],
     free: Free,
-    allowed: set[str],
+    allowed: frozenset[str],
     shape: Pod,
     count: int,
     level: int,
     required: bool,
 ) -> dict[str, int] | None:
-    """Pods per node, or None when the gang does not fit as asked."""
+    """Pods per node, or None when the gang does not fit as asked; ``domain``: per level (the
+    view's, broadest first), each node's domain."""
     fit = {n: res.how_many_fit(shape.requests, free[n]) for n in allowed}
     state: list[dict[DomainId, int]] = []
-    for key in view.levels:
+    for of in domain:
         per: dict[DomainId, int] = {}
         for n in allowed:
-            d = view.domain_of(snapshot.nodes[n].labels, key)
+            d = of.get(n)
             if d is not None:
                 per[d] = per.get(d, 0) + fit[n]
         state.append(per)
@@ -135,7 +133,7 @@ def _kueue_assign(
             chosen = _take(domains, state[level], count)
             if chosen is None:
                 return None
-    for below in range(level + 1, len(view.levels)):
+    for below in range(level + 1, len(domain)):
         nxt: list[tuple[DomainId, int]] = []
         for parent, want in chosen:
             kids = [d for d in state[below] if d[: len(parent)] == parent]

@@ -51,7 +51,7 @@ def test_each_steps_events_print_under_its_own_header(steps: dict[str, list[str]
     }
     for start, event in expected.items():
         assert any(event in line for line in _step(steps, start)), (start, _step(steps, start))
-    assert not any("default/big" in line for line in _step(steps, "2."))
+    assert not any("default/big" in line for line in _step(steps, "2.")), _step(steps, "2.")
 
 
 def test_one_resized_event_per_resize(steps: dict[str, list[str]]) -> None:
@@ -75,6 +75,9 @@ def test_the_elastic_job_is_a_pytorchjob_whose_pods_the_operator_created(
         "PyTorchJob; solver-sched plans it from 2 to 16 workers (its elasticPolicy)"
     )
     assert any(line.endswith(made) for line in lines), lines
+    # started whole at 8, not at the 4 of the first pods the operator made and grown next cycle
+    started = [line for line in lines if "event Scheduled" in line or "event Resized" in line]
+    assert len(started) == 1 and started[0].endswith("bound 8 pod(s): 0 -> 8 workers"), started
     status = "   PyTorchJob default/elastic status (written by the training-operator): Running, "
     assert status + "Worker 8 active of 16 replicas" in lines, lines
 
