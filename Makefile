@@ -17,8 +17,9 @@ K8S_VERSION := v1.37.2
 K8S_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
   -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37 \
   -X k8s.io/component-base/version.gitTreeState=clean
-# The Kubeflow training-operator v1.8.1 (the members' operator in the fleet tests and demo), its
-# upstream main built from the module; its CRDs are copied from the same module.
+# The Kubeflow training-operator v1.8.1 (it runs the PyTorchJobs of both demo scenes and of the
+# fleet tests' members), its upstream main built from the module; its CRDs are copied from the
+# same module.
 OPERATOR := .cache/bin/training-operator
 OPERATOR_SRC := tools/training-operator/go.mod tools/training-operator/go.sum
 OPERATOR_PKG := github.com/kubeflow/training-operator/cmd/training-operator.v1

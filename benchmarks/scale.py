@@ -28,6 +28,7 @@ import json
 import multiprocessing
 import statistics
 import time
+from collections import Counter
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -134,15 +135,20 @@ def measure(inst: Instance, best: float, config: SchedulerConfig) -> dict[str, A
 
 
 def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    out = []
+    """Medians and worst cases per size and preset, in the order of SIZES and PRESETS."""
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in rows:
         groups.setdefault((r["size"], r["preset"]), []).append(r)
-    for (size, name), rs in groups.items():
+    order = {k: i for i, k in enumerate((s, p) for s in SIZES for p in PRESETS)}
+    out = []
+    for size, name in sorted(groups, key=lambda k: order.get(k, len(order))):
+        rs = groups[(size, name)]
         gaps = [r["gap"] for r in rs]
         cycles = [r["cycle"] for r in rs]
+        paired = [r["paired"] for r in rs]
         vs = [r["vs_greedy"] for r in rs if r["vs_greedy"] is not None]
         bounds = [r["gap_to_bound"] for r in rs if r["gap_to_bound"] is not None]
+        chosen = Counter(r["chosen"] or "none" for r in rs)
         out.append(
             {
                 "size": size,
@@ -155,7 +161,8 @@ def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "cycle_worst": max(cycles),
                 "target": TARGETS[size],
                 "greedy_cycle_median": statistics.median(r["greedy_cycle"] for r in rs),
-                "paired_median": statistics.median(r["paired"] for r in rs),
+                "paired_median": statistics.median(paired),
+                "paired_worst": max(paired),
                 "gap_median": statistics.median(gaps),
                 "gap_worst": max(gaps),
                 "bound_gap_median": statistics.median(bounds) if bounds else None,
@@ -164,6 +171,7 @@ def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "vs_greedy_worst": min(vs) if vs else None,
                 "optimal": sum(r["optimal"] for r in rs),
                 "from_solver": sum(r["chosen"] != "greedy" for r in rs),
+                "chosen": ", ".join(f"{k} {n}" for k, n in chosen.most_common()),
                 "violations": sum(r["violations"] for r in rs),
                 "packing_loss_worst": max(r["packing_loss"] for r in rs),
             }
@@ -175,22 +183,29 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.2f}%"
 
 
+def _ratio(x: float | None) -> str:
+    return "-" if x is None else f"x{x:.4f}"
+
+
 def table(summary: list[dict[str, Any]]) -> str:
     head = (
-        "| size | preset | n | jobs run/pend | cycle median / worst (target) | greedy cycle | "
-        "paired | gap median / worst | gap to bound median / worst | vs greedy median / worst "
-        "| proven optimal | plan from solver |"
+        "| size | preset | n | jobs run / pend | cycle median / worst (target) | greedy-only "
+        "cycle median | paired ratio median / worst | gap to best known median / worst | "
+        "gap to bound median / worst | vs greedy median / worst | packing loss worst | "
+        "proven optimal | plan from |"
     )
-    lines = [head, "|" + "---|" * 12]
+    lines = [head, "|" + "---|" * 13]
     for s in summary:
         lines.append(
             f"| {s['size']} | {s['preset']} | {s['instances']} | {s['jobs']} | "
             f"{s['cycle_median']:.3f} / {s['cycle_worst']:.3f} s ({s['target']} s) | "
-            f"{s['greedy_cycle_median']:.3f} s | x{s['paired_median']:.2f} | "
+            f"{s['greedy_cycle_median']:.3f} s | "
+            f"x{s['paired_median']:.2f} / x{s['paired_worst']:.2f} | "
             f"{_pct(s['gap_median'])} / {_pct(s['gap_worst'])} | "
             f"{_pct(s['bound_gap_median'])} / {_pct(s['bound_gap_worst'])} | "
-            f"x{s['vs_greedy_median']:.4f} / x{s['vs_greedy_worst']:.4f} | "
-            f"{s['optimal']}/{s['instances']} | {s['from_solver']}/{s['instances']} |"
+            f"{_ratio(s['vs_greedy_median'])} / {_ratio(s['vs_greedy_worst'])} | "
+            f"{_pct(s['packing_loss_worst'])} | {s['optimal']}/{s['instances']} | "
+            f"{s['chosen']} |"
         )
     return "\n".join(lines)
 

@@ -13,12 +13,11 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks.scale import GAP_MEDIAN, GAP_WORST, TARGETS, _pct
+from benchmarks.scale import GAP_MEDIAN, GAP_WORST, TARGETS, summarize, table
 from solver_sched.synthetic import PRESETS, SIZES
 
 IMG = Path(__file__).resolve().parent.parent / "docs" / "img"
@@ -31,48 +30,6 @@ def load(paths: list[Path]) -> list[dict[str, Any]]:
         for r in json.loads(p.read_text())["rows"]:
             rows[(r["size"], r["preset"], r["seed"])] = r
     return list(rows.values())
-
-
-def groups(rows: list[dict[str, Any]]) -> list[tuple[str, str, list[dict[str, Any]]]]:
-    by: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for r in rows:
-        by.setdefault((r["size"], r["preset"]), []).append(r)
-    order = {k: i for i, k in enumerate([(s, p) for s in SIZES for p in PRESETS])}
-    return [(s, p, by[(s, p)]) for s, p in sorted(by, key=lambda k: order.get(k, 1 << 30))]
-
-
-def _mw(values: list[float], worst: Any = max, fmt: str = "{:.3f}") -> str:
-    return f"{fmt.format(statistics.median(values))} / {fmt.format(worst(values))}"
-
-
-def table(rows: list[dict[str, Any]]) -> str:
-    head = (
-        "| size | preset | n | jobs run / pend | cycle median / worst (target) | greedy-only "
-        "cycle median | paired ratio median / worst | gap to best known median / worst | "
-        "gap to bound median / worst | vs greedy median / worst | packing loss worst | "
-        "plan from |"
-    )
-    lines = [head, "|" + "---|" * 12]
-    for size, preset, rs in groups(rows):
-        bounds = [r["gap_to_bound"] for r in rs if r["gap_to_bound"] is not None]
-        vs = [r["vs_greedy"] for r in rs if r["vs_greedy"] is not None]
-        gaps = [r["gap"] for r in rs]
-        chosen = Counter(r["chosen"] or "none" for r in rs)
-        running = statistics.median(r["jobs_running"] for r in rs)
-        pending = statistics.median(r["jobs_pending"] for r in rs)
-        lines.append(
-            f"| {size} | {preset} | {len(rs)} | {running:.0f} / {pending:.0f} | "
-            f"{_mw([r['cycle'] for r in rs])} s ({TARGETS[size]} s) | "
-            f"{statistics.median(r['greedy_cycle'] for r in rs):.3f} s | "
-            f"{_mw([r['paired'] for r in rs], fmt='x{:.2f}')} | "
-            f"{_pct(statistics.median(gaps))} / {_pct(max(gaps))} | "
-            + (f"{_pct(statistics.median(bounds))} / {_pct(max(bounds))} | " if bounds else "- | ")
-            + f"x{statistics.median(vs):.4f} / x{min(vs):.4f} | "
-            f"{_pct(max(r['packing_loss'] for r in rs))} | "
-            + ", ".join(f"{k} {n}" for k, n in chosen.most_common())
-            + " |"
-        )
-    return "\n".join(lines)
 
 
 def plots(rows: list[dict[str, Any]], out: Path) -> list[Path]:
@@ -127,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-plots", action="store_true")
     args = p.parse_args(argv)
     rows = load(args.results)
-    print(table(rows))
+    print(table(summarize(rows)))
     if not args.no_plots:
         for path in plots(rows, args.img):
             print(f"wrote {path}")

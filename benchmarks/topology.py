@@ -2,7 +2,7 @@
 side in one run, on the topology presets (blocks of 4-8 racks of 8-32 nodes, 70-95% used).
 
 Policies on each instance (the same snapshot, one cycle each):
-- ``kueue-bestfit``: Kueue TAS's BestFit (solver_sched/sim/topology.py, docs/topology.md);
+- ``kueue-bestfit``: Kueue TAS's BestFit (solvers/topology_baselines.py, docs/topology.md);
 - ``volcano-tiers``: Volcano's HyperNode tiers with its binpack score;
 - ``greedy``: solver-sched's greedy backend (BestFit per gang, in greedy's order);
 - ``solver-sched``: the default cycle (CP-SAT).
@@ -13,8 +13,13 @@ Metrics at the rack level over the gangs each plan starts: rack crossings (racks
 summed), racks per multi-pod gang, GPUs idle in partly used racks, GPU value (GPUs x 4 per
 priority rank), gangs split although one rack could hold them, required gangs split.
 
+``--bounds``: per instance, the fewest crossings any plan could have at the best greedy's value
+and at solver-sched's (CP-SAT on the model with its value, less the topology terms, held at the
+plan's as a row and the gangs' racks spanned - 1 minimised; the model is a relaxation of the
+nodes, so this is a lower bound on every real plan of that value).
+
     .venv/bin/python -m benchmarks.topology [--seeds 20] [--first-seed 1001] [--time-limit 10]
-        [--presets rack8,...]
+        [--presets rack8,...] [--bounds]
 """
 
 from __future__ import annotations
@@ -25,17 +30,26 @@ import statistics
 import time
 from dataclasses import asdict
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from benchmarks.scale import REPORT_SEEDS
 from solver_sched.config.schema import SchedulerConfig, Settings
-from solver_sched.cycle import run_cycle
+from solver_sched.cycle import _created, _score, run_cycle
 from solver_sched.domain.plan import Plan
+from solver_sched.domain.snapshot import ClusterSnapshot
+from solver_sched.domain.topology import choose
+from solver_sched.formulation.aggregate import aggregate
+from solver_sched.formulation.build import build
+from solver_sched.formulation.prepare import prepare
 from solver_sched.io.kube_snapshot import snapshot_from_objects
 from solver_sched.planning.check import check
 from solver_sched.sim.topology import metrics
-from solver_sched.solvers.topology_baselines import BASELINES
+from solver_sched.solvers.cpsat import solve_cpsat
+from solver_sched.solvers.lexicographic import crossings, held_value
+from solver_sched.solvers.result import SolveStatus
+from solver_sched.solvers.topology_baselines import BASELINES, replay
 from solver_sched.synthetic.topology import RACK_LABEL, TOPOLOGY_PRESETS, topology_objects
 
 NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)
@@ -43,7 +57,9 @@ OUT = Path(__file__).resolve().parent / "results"
 SOLVERS = ("greedy", "solver-sched")
 
 
-def run_instance(preset: str, seed: int, cfg: SchedulerConfig) -> dict[str, Any]:
+def run_instance(
+    preset: str, seed: int, cfg: SchedulerConfig, bounds: bool = False
+) -> dict[str, Any]:
     snap = snapshot_from_objects(topology_objects(preset, seed, NOW))
     topo = snap.topologies["default"]
     row: dict[str, Any] = {"preset": preset, "seed": seed, "nodes": len(snap.nodes)}
@@ -61,7 +77,25 @@ def run_instance(preset: str, seed: int, cfg: SchedulerConfig) -> dict[str, Any]
         bad = check(snap, plan, NOW, False, False, topo)
         row[name] = {**asdict(metrics(snap, plan, topo, RACK_LABEL)), "s": secs, "bad": bad}
     row["chosen"] = chosen  # the candidate solver-sched's cycle emitted
+    if bounds:
+        for name in (_best_greedy(row), "solver-sched"):
+            row[name]["min_crossings"] = fewest_crossings(snap, cfg, plans[name][0])
     return row
+
+
+def fewest_crossings(snap: ClusterSnapshot, cfg: SchedulerConfig, plan: Plan) -> int | None:
+    """The fewest rack crossings of any model solution worth at least ``plan`` without its
+    topology terms (proven by CP-SAT within 60 s, else None)."""
+    topology, _ = choose(cfg.topology.levels, cfg.topology.kueue_topology, snap.topologies)
+    problem = prepare(snap, cfg.weights, cfg.settings, NOW, topology)
+    model = aggregate(problem, partial(_created, snap))
+    built = build(model)
+    values = _score(model, built, "plan", replay(snap, problem, plan), [], None).values
+    if values is None:
+        return None
+    fewest = held_value(built.model, values, crossings(built.vars))
+    status, _found, objective, _bound, _s, _d = solve_cpsat(fewest, values, 60.0, 1, 0)
+    return round(-objective) if status is SolveStatus.OPTIMAL and objective is not None else None
 
 
 def _best_greedy(row: dict[str, Any]) -> str:
@@ -120,6 +154,29 @@ def summary(rows: list[dict[str, Any]]) -> list[str]:
                 f" ({(1 - cs2 / cb2) * 100 if cb2 else 0:+.0f}% fewer), worst instance "
                 f"{max(x['crossings'] - y['crossings'] for x, y in same_value):+d}"
             )
+            if all(y.get("min_crossings") is not None for _, y in same_value):
+                fb = sum(y["min_crossings"] for _, y in same_value)
+                out.append(
+                    f"    fewest possible at the best greedy's value: {fb} "
+                    f"({(1 - fb / cb2) * 100 if cb2 else 0:.0f}% below the best greedy's {cb2})"
+                )
+        if all(x.get("min_crossings") is not None for x in s):
+            fs = sum(x["min_crossings"] for x in s)
+            out.append(
+                f"  fewest possible at solver-sched's own value, all instances: {fs} vs {cs}"
+            )
+        diff = [x["crossings"] - y["crossings"] for x, y in zip(s, b, strict=True)]
+        secs = [x["s"] for x in s]
+        out.append(
+            f"  per instance: crossings - best greedy's median {statistics.median(diff):+.1f}, "
+            f"worst {max(diff):+d}; cycle median {statistics.median(secs):.2f} s, "
+            f"max {max(secs):.2f} s"
+        )
+        started = sum(x["gangs_started"] for x in s), sum(y["gangs_started"] for y in b)
+        out.append(
+            f"  crossings per gang started: {cs / max(1, started[0]):.3f} vs best greedy "
+            f"{cb / max(1, started[1]):.3f} ({started[0]} vs {started[1]} gangs)"
+        )
     return out
 
 
@@ -131,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--time-limit", type=float, default=10.0)
     p.add_argument("--presets", default=",".join(TOPOLOGY_PRESETS))
+    p.add_argument("--bounds", action="store_true", help="the fewest crossings at each value")
     args = p.parse_args(argv)
     cfg = SchedulerConfig(
         settings=Settings(
@@ -143,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for preset in args.presets.split(","):
         for seed in range(args.first_seed, args.first_seed + args.seeds):
-            rows.append(run_instance(preset, seed, cfg))
+            rows.append(run_instance(preset, seed, cfg, args.bounds))
             print(f"{preset} seed {seed} done", flush=True)
     for line in summary(rows):
         print(line)

@@ -7,6 +7,8 @@
     .venv/bin/python -m benchmarks.trace --windows       # cluster04 over all 59.5 days (~3 min)
     .venv/bin/python -m benchmarks.trace --traces itp04 --days 5,15 --gpus 32,128  # windows, sizes
     .venv/bin/python -m benchmarks.trace --traces philly --policies all,solver-sched:greedy
+    .venv/bin/python -m benchmarks.trace --racks 4 \
+        --policies fifo,kueue-bestfit,volcano-tiers,solver-sched     # racks, spread slowdown
 
 Elastic jobs are mapped as torchrun ``--nnodes=R:2R`` by default (``--mapping requested``): the
 trace's requested size R is the guaranteed min, and elastic pods up to 2R use idle GPUs.
@@ -18,6 +20,11 @@ running jobs to admit its one pod (rule 4), which is processor sharing.
 jct_cdf.png,utilization.png} and groups.json (git-ignored), prints one table per study, then per
 trace and size the median, worst and best ratio of solver-sched's average JCT to greedy gang FIFO
 (``fifo``) and greedy elastic (``elastic``) measured in the same run, and the targets of issue 4.
+
+``--racks N`` groups the nodes into racks of N (issue 15): every multi-pod gang then prefers one
+rack, a gang spread over k racks runs ``1 + s (k - 1)`` times slower (``--spread-slowdown s``,
+default 0.1; sim/model.py), and the topology baselines ``kueue-bestfit`` and ``volcano-tiers`` may
+be run as policies; the ratios are then also given against them.
 """
 
 from __future__ import annotations
@@ -34,7 +41,7 @@ from typing import Any
 from solver_sched.config.schema import ConfigError, SchedulerConfig, load_config
 from solver_sched.cycle import BACKENDS
 from solver_sched.sim.model import SimParams
-from solver_sched.sim.policies import POLICIES, parse_policies
+from solver_sched.sim.policies import POLICIES, TOPOLOGY_POLICIES, parse_policies
 from solver_sched.sim.report import run_study, table
 from solver_sched.sim.traces import TraceOptions, load_trace_noting
 
@@ -173,7 +180,7 @@ def group_lines(name: str, rows: list[dict[str, dict[str, Any]]], ours: str) -> 
     """One group of windows (or the one study) of a trace at one size: median and worst ratios
     against each baseline measured in the same run, and the pooled utilization."""
     out = []
-    for base in ("fifo", "elastic"):
+    for base in ("fifo", "elastic", *TOPOLOGY_POLICIES):
         rs = ratios(rows, ours, base)
         if rs:
             out.append(
@@ -205,6 +212,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--days", help="cluster04 windows: start days (default 0,5,...,55)")
     p.add_argument("--seeds", default="1", help="philly: comma-separated sampling seeds")
     p.add_argument("--jobs", type=int, help="jobs per study (default: each study's own)")
+    p.add_argument("--racks", type=int, default=0, help="nodes per rack (default: no racks)")
+    p.add_argument("--spread-slowdown", type=float, default=0.1, help="per extra rack a gang spans")
     p.add_argument(
         "--gpus",
         help="comma-separated cluster sizes; each study runs at each, its load scaled to keep "
@@ -225,7 +234,12 @@ def main(argv: list[str] | None = None) -> int:
         opts = replace(study.opts, gpus=study.gpus, min_factor=low, max_factor=high)
         note = partial(print, f"benchmarks.trace: {study.name}:", file=sys.stderr)
         jobs = load_trace_noting(study.trace, opts, note)
-        params = SimParams(gpus=study.gpus, cooldown=config.settings.cooldown)
+        params = SimParams(
+            gpus=study.gpus,
+            cooldown=config.settings.cooldown,
+            rack_nodes=args.racks,
+            spread_slowdown=args.spread_slowdown,
+        )
         extra = {"study": study.name, "load": opts.load, "mapping": args.mapping}
         data, _ = run_study(
             study.trace,
@@ -249,6 +263,9 @@ def main(argv: list[str] | None = None) -> int:
         print(table(data))
         summary = {k: {**v, "gpus": study.gpus} for k, v in data["summary"].items()}
         groups.setdefault(f"{study.trace}-{study.gpus}gpu", []).append(summary)
+        if args.racks:
+            spread = ", ".join(f"{k} {v['spread_jobs']}" for k, v in summary.items())
+            print(f"   jobs that ran over several racks: {spread}")
         if ours and len(studies) > 1 and "fifo" in summary:
             (r,) = ratios([summary], ours, "fifo")
             print(f"   {study.name}: {ours} avg JCT x{r:.3f} of fifo")

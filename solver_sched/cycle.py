@@ -27,9 +27,9 @@ from solver_sched.formulation.values import to_values
 from solver_sched.placement.state import PlanState
 from solver_sched.planning.check import check
 from solver_sched.planning.diff import diff
-from solver_sched.planning.pack import minimize_evictions, pack
+from solver_sched.planning.pack import compact, minimize_evictions, pack
 from solver_sched.solvers.budget import auto_budget, search_deadline
-from solver_sched.solvers.cpsat import Outcome, Search
+from solver_sched.solvers.cpsat import SMALL_MODEL, Outcome, Search
 from solver_sched.solvers.greedy import (
     assignment_of,
     counts_of,
@@ -48,7 +48,15 @@ VALUE_AWARE = "value-greedy"  # greedy taking no victim worth as much as the sta
 DENSE = "dense-greedy"  # with a start bonus: gangs of one priority smallest first (greedy.py)
 NO_SEARCH_BELOW = 0.1  # of the budget: with less left the model is not even translated
 REPACKS = 3  # packings of the solver's plan after the first, while some job fails to pack
-VARIANTS = 0.5  # of a cycle's budget: greedy's other candidates end by then (docs/formulation.md)
+COMPACT = "compact"  # the best candidate's sizes packed again, largest topology gang first
+# Of a cycle's budget: greedy's other candidates end by then, and the LP relaxation (whose window
+# is not greedy's pass) by LP_SHARE. A small model (cpsat.SMALL_MODEL variables, S) is searched
+# to its optimum in the budget, so the search keeps half of it. On larger ones (from 512 nodes)
+# CP-SAT's short window returns nothing better than the hint while value-greedy's pass finds
+# +0.2-1.4% (docs/benchmarks.md section 1): the candidates get more, value-greedy first.
+VARIANTS = 0.75
+VARIANTS_SMALL = 0.5
+LP_SHARE = 0.5
 
 
 @dataclass
@@ -135,24 +143,26 @@ def _cycle(
         others.append(_score(model, built, "greedy", greedy_state, [], hint))
     one_pass = timer.phases["greedy"]
 
-    def room_for_another() -> bool:
-        """Another greedy pass (about as long as the first) fits in what the budget leaves for
-        candidates; without a budget, always."""
-        return budget is None or time.perf_counter() + one_pass <= start + VARIANTS * budget
+    variants = VARIANTS if len(built.model.names) > SMALL_MODEL else VARIANTS_SMALL
+
+    def room_for_another(share: float = variants) -> bool:
+        """Another greedy pass (about as long as the first) fits in this share of the budget;
+        without a budget, always."""
+        return budget is None or time.perf_counter() + one_pass <= start + share * budget
 
     if backend != "greedy" and problem.too_large is None:
-        if s.lp_guide and room_for_another():
+        if room_for_another():  # the candidate that pays most where the search cannot
+            others.append(_variant(snapshot, problem, model, built, timer, VALUE_AWARE))
+        if s.lp_guide and room_for_another(LP_SHARE):
             with timer("lp"):  # which gangs the relaxation starts: greedy in that order too
-                # within the candidates' share of the budget: at L with topology on, the LP of
-                # the per-domain model took 3.5 s of a 3 s target (docs/benchmarks.md section 5)
+                # within its share of the budget: at L with topology on, the LP of the
+                # per-domain model took 3.5 s of a 3 s target (docs/benchmarks.md section 5)
                 window = (
-                    limit if budget is None else start + VARIANTS * budget - time.perf_counter()
+                    limit if budget is None else start + LP_SHARE * budget - time.perf_counter()
                 )
                 shares = relaxation(model, built, min(limit, window))
             if shares is not None and room_for_another():
                 others.append(_variant(snapshot, problem, model, built, timer, GUIDED, shares))
-        if room_for_another():
-            others.append(_variant(snapshot, problem, model, built, timer, VALUE_AWARE))
         if problem.asks:  # never below a topology baseline's plan
             for name, baseline in BASELINES.items():
                 if room_for_another():
@@ -206,6 +216,11 @@ def _cycle(
                 st, notes, failed = pack(snapshot, problem, assignment, first=ahead)
                 candidates.append(_score(model, built, backend, st, notes, None))
     candidates.sort(key=lambda c: c.rank, reverse=True)  # ties go to the solver
+    if problem.asks and (budget is None or time.perf_counter() + one_pass <= start + budget):
+        with timer("plan"):  # the best plan's sizes, best-fit decreasing (planning/pack.py)
+            st, notes, _ = compact(snapshot, problem, candidates[0].state)
+            candidates.append(_score(model, built, COMPACT, st, notes, None))
+        candidates.sort(key=lambda c: c.rank, reverse=True)
     rejected: list[str] = []
     for c in candidates:  # best first; fail closed: a plan the checker rejects is never emitted
         if c.plan is None:
@@ -276,18 +291,17 @@ def _variant(
     label: str,
     shares: dict[str, float] | None = None,
 ) -> _Candidate | None:
-    """Another greedy candidate: starting gangs in the order of the LP relaxation's shares
-    (None when that is queue order: the same plan as greedy's), value-aware victims, or
-    smallest first (None when that is queue order too)."""
-    order = queue_order(problem)
-    if shares is not None and start_order(problem, order, shares) == order:
-        return None
-    if label == DENSE and start_order(problem, order, None, dense=True) == order:
-        return None
+    """Another greedy candidate: starting gangs in the order of the LP relaxation's shares or
+    smallest first (None when that is queue order: the same plan as greedy's), or with
+    value-aware victims (in queue order)."""
+    order = starts = None
+    if label in (GUIDED, DENSE):
+        order = queue_order(problem)
+        starts = start_order(problem, order, shares, dense=label == DENSE)
+        if starts == order:
+            return None
     with timer("greedy"):
-        st = greedy_plan(
-            snapshot, problem, shares, value_aware=label == VALUE_AWARE, dense=label == DENSE
-        )
+        st = greedy_plan(snapshot, problem, starts, value_aware=label == VALUE_AWARE, order=order)
         a = assignment_of(st)
         values = to_values(model, built, a.sizes, a.counts)
     with timer("plan"):

@@ -284,6 +284,28 @@ def test_with_time_to_spare_the_other_greedy_candidates_are_tried() -> None:
     assert result.violations == []
 
 
+def test_value_greedy_is_tried_before_the_lp_relaxation(monkeypatch: pytest.MonkeyPatch) -> None:
+    """From 512 nodes on only one more greedy pass fits the candidates' share of the budget, and
+    value-greedy's is the one that pays there (docs/benchmarks.md section 1): it goes first."""
+    tried: list[str] = []
+    variant, relaxation = cycle_module._variant, cycle_module.relaxation
+
+    def recorded_variant(*a: Any, **k: Any) -> Any:
+        tried.append(a[5])
+        return variant(*a, **k)
+
+    def recorded_relaxation(*a: Any, **k: Any) -> Any:
+        tried.append("lp")
+        return relaxation(*a, **k)
+
+    monkeypatch.setattr(cycle_module, "_variant", recorded_variant)
+    monkeypatch.setattr(cycle_module, "relaxation", recorded_relaxation)
+    snap = snapshot_from_objects(synthetic_objects(16, 40, 20, 1, NOW))
+    cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 60}})
+    assert cycle_module.run_cycle(snap, cfg, NOW, "cpsat").violations == []
+    assert tried[:2] == [cycle_module.VALUE_AWARE, "lp"]
+
+
 def test_the_models_optimum_survives_packing_when_an_earlier_job_takes_the_nodes() -> None:
     """Two nodes of one class (4 GPUs, 30 CPUs each). The model starts all three gangs (GPUs
     4 + 4, CPUs 30 + 30 summed over the class); packing in priority order puts both of the

@@ -44,9 +44,9 @@ from typing import Any
 
 import yaml
 
-from solver_sched.fleet.sandbox import CERT_DIR  # the training-operator's fixed cert path
 from solver_sched.kube.api import ApiError, KubeApi, load_client
 from solver_sched.kube.sandbox import ApiServer, Kube, Sandbox, wait_for
+from solver_sched.kube.training_operator import CERT_DIR  # the operator's fixed cert path
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(os.environ.get("SOLVER_SCHED_BIN", ROOT / ".cache" / "bin"))

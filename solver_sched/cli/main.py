@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         from solver_sched.fleet.demo import run_fleet_demo
         from solver_sched.kube.demo import run_demo
 
-        rc = run_demo(args.testenv, Path.cwd()) if args.scene != "fleet" else 0
+        rc = run_demo(args.testenv, args.operator, Path.cwd()) if args.scene != "fleet" else 0
         if rc == 0 and args.scene != "cluster":
             rc = run_fleet_demo(args.testenv, args.operator, Path.cwd())
         return rc

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Iterable
 from datetime import timedelta
 from pathlib import Path
 from typing import Literal
@@ -32,6 +33,19 @@ def parse_duration(text: str) -> timedelta:
         raise ValueError(f"invalid duration {text!r} (expected e.g. 30s, 10m, 1h30m)")
     h, mi, s = (int(g) if g else 0 for g in m.groups())
     return timedelta(hours=h, minutes=mi, seconds=s)
+
+
+def bonus_step_short(weights: Iterable[int], gang_start: int) -> tuple[int, int] | None:
+    """The first step between distinct tier weights (lowest first) that does not carry the start
+    bonus, or None. Per GPU, 1-unit gangs of a tier are worth (1 + gangStart) x its weight and a
+    large gang of the next tier about its own weight, so each step must be at least that factor,
+    or small lower-priority gangs would outrank a large higher-priority one. The one rule for
+    both places that apply it: validation rejects an explicit ``gangStart`` that breaks it, and a
+    cycle whose tiers break it (past the tier cap the top tiers are squeezed together, or the
+    tiers given are too close for the default bonus) leaves the bonus out."""
+    need = 1 + gang_start
+    ordered = sorted(set(weights))
+    return next(((lo, hi) for lo, hi in itertools.pairwise(ordered) if hi < need * lo), None)
 
 
 class _Strict(BaseModel):
@@ -115,23 +129,23 @@ class ObjectiveWeights(_Strict):
 
     @model_validator(mode="after")
     def _start_bonus_keeps_priorities(self) -> ObjectiveWeights:
-        """Per GPU, 1-GPU gangs of one tier are worth (1 + gangStart) x its weight, a large gang of
-        the next tier about its own weight: the step between tiers must cover the bonus, or small
-        low-priority gangs would outrank a large high-priority one. Only a bonus given explicitly
-        is rejected: with the default one, tiers too close to carry it leave it out of the cycles
-        they meet (formulation/band.py), so a config that tunes only the tiers stays valid."""
+        """``bonus_step_short`` on the configured tiers (or one step of ``tierFactor``). Only a
+        bonus given explicitly is rejected: with the default one, tiers too close to carry it
+        leave it out of the cycles they meet (formulation/prepare.py), so a config that tunes
+        only the tiers stays valid."""
         if not self.gang_start or "gang_start" not in self.model_fields_set:
             return self
         need = 1 + self.gang_start
         if self.tiers:
-            for low, high in itertools.pairwise(self.tiers):
-                if low.weight < high.weight < need * low.weight:
-                    raise ValueError(
-                        f"tier minPriority {high.min_priority} weighs {high.weight}, less than "
-                        f"(1 + gangStart) = {need} x {low.weight} of the tier below: small "
-                        f"lower-priority gangs would outrank it; raise it or lower gangStart"
-                    )
-        elif 1 < self.tier_factor < need:
+            short = bonus_step_short([t.weight for t in self.tiers], self.gang_start)
+            if short is not None:
+                low, high = (next(t for t in self.tiers if t.weight == w) for w in short)
+                raise ValueError(
+                    f"tier minPriority {high.min_priority} weighs {high.weight}, less than "
+                    f"(1 + gangStart) = {need} x {low.weight} of the tier below: small "
+                    f"lower-priority gangs would outrank it; raise it or lower gangStart"
+                )
+        elif bonus_step_short([1, self.tier_factor], self.gang_start) is not None:
             raise ValueError(
                 f"gangStart {self.gang_start} needs tierFactor >= {need}: otherwise small "
                 f"lower-priority gangs would outrank a large higher-priority one"

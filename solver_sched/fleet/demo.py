@@ -9,15 +9,14 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from solver_sched.fleet.sandbox import Fleet, fleet_sandbox
 from solver_sched.io.fleet_hub import ANN_CLUSTER, ANN_GENERATION
 from solver_sched.kube.api import ApiError
+from solver_sched.kube.demo import say
 from solver_sched.kube.sandbox import Kube, wait_for
-from solver_sched.planning.explain import rfc3339
 
 JOBS = "/apis/kubeflow.org/v1/namespaces/team-a/pytorchjobs"
 
@@ -26,10 +25,6 @@ class Scene:
     def __init__(self, fleet: Fleet, out: Callable[[str], None]) -> None:
         self.fleet, self.out = fleet, out
         self.hub = fleet.hub.kube()
-
-    def say(self, text: str) -> None:
-        """Each line with the wall-clock time in RFC 3339, as events and reasons write it."""
-        self.out(f"[{rfc3339(datetime.now(UTC))}] {text}")
 
     def job(self, name: str) -> dict[str, Any]:
         return self.hub.api.get(f"{JOBS}/{name}")
@@ -55,10 +50,7 @@ class Scene:
         )
 
     def kubelet(self, member: str) -> None:
-        kube = self.member(member)
-        for p in kube.api.get("/api/v1/namespaces/team-a/pods")["items"]:
-            if p["spec"].get("nodeName") and (p.get("status") or {}).get("phase") == "Pending":
-                kube.set_running(f"team-a/{p['metadata']['name']}")
+        self.member(member).kubelet("team-a")
 
 
 def _story(s: Scene, models: Path) -> None:
@@ -73,28 +65,28 @@ def _story(s: Scene, models: Path) -> None:
         o["metadata"].pop("uid", None)
         o["metadata"].pop("creationTimestamp", None)
     s.hub.create(jobs["train-1"])
-    s.say("submitted team-a/train-1 (1 master + 2 workers x 4 GPUs)")
+    say(s.out, "submitted team-a/train-1 (1 master + 2 workers x 4 GPUs)")
     first = wait_for("train-1 placed", lambda: s.placement("train-1"), timeout=60)
     event = next(
         e["message"]
         for e in wait_for("event", lambda: s.hub.events("team-a", "train-1"), timeout=30)
         if e["reason"] == "ScheduleBindingSucceed"
     )
-    s.say(f"train-1 -> {first}: ScheduleBindingSucceed  {event}")
+    say(s.out, f"train-1 -> {first}: ScheduleBindingSucceed  {event}")
     s.hub.create(jobs["train-2"])
-    s.say("submitted team-a/train-2, the same shape")
+    say(s.out, "submitted team-a/train-2, the same shape")
     wait_for("train-2 queued", lambda: s.condition("train-2", "Scheduled").get("message"), 30)
-    s.say(f"train-2 waits: {s.condition('train-2', 'Scheduled')['message']}")
+    say(s.out, f"train-2 waits: {s.condition('train-2', 'Scheduled')['message']}")
     wait_for("pods bound", lambda: sum(1 for _, n in s.pods(first) if n) == 3, timeout=60)
     s.kubelet(first)
     for name, node in s.pods(first):
-        s.say(f"   {first}: pod {name} on {node} (created by the training-operator)")
+        say(s.out, f"   {first}: pod {name} on {node} (created by the training-operator)")
     wait_for(
         "Running mirrored",
         lambda: s.condition("train-1", "Running").get("status") == "True",
         timeout=30,
     )
-    s.say("hub: train-1 Running (mirrored from the member's PyTorchJob)")
+    say(s.out, "hub: train-1 Running (mirrored from the member's PyTorchJob)")
     other = "member-1" if first == "member-2" else "member-2"
     kube = s.member(other)
     for p in kube.api.get("/api/v1/namespaces/infra/pods")["items"]:
@@ -102,26 +94,26 @@ def _story(s: Scene, models: Path) -> None:
             {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "infra"}},
             p["metadata"]["name"],
         )
-    s.say(f"{other}: the other workloads finished; its nodes are idle now")
+    say(s.out, f"{other}: the other workloads finished; its nodes are idle now")
     s.out("")
     s.out(f"== failover: {first} stops; after tolerationSeconds (30 s) train-1 is placed again")
     s.fleet.members[first].stop_server()
-    s.say(f"{first}'s API server is gone (killed)")
+    say(s.out, f"{first}'s API server is gone (killed)")
     wait_for("failover", lambda: s.placement("train-1") == other, timeout=90)
     gen = s.job("train-1")["metadata"]["annotations"][ANN_GENERATION]
-    s.say(f"train-1 -> {other} (placement generation {gen}); train-2 still waits for max-jobs")
+    say(s.out, f"train-1 -> {other} (placement generation {gen}); train-2 still waits for max-jobs")
     wait_for("pods bound", lambda: sum(1 for _, n in s.pods(other) if n) == 3, timeout=60)
     s.kubelet(other)
     for name, node in s.pods(other):
-        s.say(f"   {other}: pod {name} on {node}")
+        say(s.out, f"   {other}: pod {name} on {node}")
     s.fleet.members[first].start()
-    s.say(f"{first} is back, holding its old copy of train-1")
+    say(s.out, f"{first} is back, holding its old copy of train-1")
     wait_for(
         "stale copy deleted",
         lambda: not s.member(first).api.get(JOBS)["items"],
         timeout=60,
     )
-    s.say(f"{first}: the stale copy was deleted before anything else happened there")
+    say(s.out, f"{first}: the stale copy was deleted before anything else happened there")
 
 
 def run_fleet_demo(

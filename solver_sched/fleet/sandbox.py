@@ -1,48 +1,27 @@
 """A local fleet: a hub and member API servers (tools/kube-testenv), each member with the real
-Kubeflow training-operator v1.8.1 (built from Go modules into .cache/bin) and `solver-sched run`.
-Used by the fleet demo and the fleet integration tests.
-
-The operator's upstream main expects what its Deployment gives it in a cluster: a Secret for its
-webhook certificates, the ValidatingWebhookConfiguration its cert rotator injects a CA into, and
-the Secret's certificate mounted in /tmp/k8s-webhook-server/serving-certs. A loopback API server
-cannot reach a webhook Service (there is no Service network), so the members get a webhook
-configuration of that name with no webhooks, and the mount is stood in for by copying the member
-API server's own serving pair there once. The controllers that create pods, Services and PodGroups
-are the operator's own.
-"""
+Kubeflow training-operator v1.8.1 (`solver_sched.kube.training_operator`) and `solver-sched run`.
+Used by the fleet demo and the fleet integration tests."""
 
 from __future__ import annotations
 
 import base64
 import json
-import os
 import secrets
-import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from solver_sched.kube.api import ApiError, KubeApi, load_client
-from solver_sched.kube.sandbox import Kube, wait_for
+from solver_sched.kube.api import KubeApi, load_client
+from solver_sched.kube.sandbox import Kube, install_crds
+from solver_sched.kube.training_operator import TrainingOperator, free_port, stop_process
 
-CERT_DIR = Path("/tmp/k8s-webhook-server/serving-certs")  # fixed in the operator (pkg/cert)
-OPERATOR_NAMESPACE = "kubeflow"
-WEBHOOK_CONFIG = "validator.training-operator.kubeflow.org"
 SECRETS_NAMESPACE = "karmada-cluster"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class ApiServer:
@@ -119,131 +98,8 @@ class ApiServer:
         return Kube(KubeApi(load_client(self.kubeconfig)))
 
 
-def install_crds(kube: Kube, paths: list[Path]) -> None:
-    for path in paths:
-        for obj in kube.load(path):
-            if obj.get("kind") == "CustomResourceDefinition":
-                kube.apply(obj)
-    names = {o["metadata"]["name"] for p in paths for o in kube.load(p)}
-
-    def established() -> bool:
-        items = kube.api.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions")["items"]
-        ok = {
-            i["metadata"]["name"]
-            for i in items
-            if any(
-                c["type"] == "Established" and c["status"] == "True"
-                for c in (i.get("status") or {}).get("conditions") or []
-            )
-        }
-        return names <= ok
-
-    wait_for("CRDs established", established, timeout=60)
-
-
-def _stand_in_cert_mount(server: ApiServer) -> None:
-    """What the kubelet would mount from the operator's Secret: any valid pair will do (nobody
-    calls the webhooks). Written once, atomically, so operators started together share it."""
-    if (CERT_DIR / "tls.crt").exists() and (CERT_DIR / "tls.key").exists():
-        return
-    tmp = CERT_DIR.parent / f".certs-{os.getpid()}-{secrets.token_hex(4)}"
-    tmp.mkdir(parents=True, exist_ok=True)
-    shutil.copy(server.dir / "pki" / "apiserver.crt", tmp / "tls.crt")
-    shutil.copy(server.dir / "pki" / "apiserver.key", tmp / "tls.key")
-    try:
-        tmp.rename(CERT_DIR)
-    except OSError:  # another process won the race: its pair is as good
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-class TrainingOperator:
-    """The upstream training-operator binary against one member API server."""
-
-    def __init__(self, binary: Path, server: ApiServer, workdir: Path) -> None:
-        self.binary, self.server = binary, server
-        self.log = workdir / f"{server.name}-training-operator.log"
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.probe_port = 0
-
-    def prepare(self) -> None:
-        kube = self.server.kube()
-        kube.ensure_namespace(OPERATOR_NAMESPACE)
-        for obj in (
-            {
-                "apiVersion": "v1",
-                "kind": "Secret",
-                "metadata": {
-                    "name": "training-operator-webhook-cert",
-                    "namespace": OPERATOR_NAMESPACE,
-                },
-            },
-            {
-                "apiVersion": "admissionregistration.k8s.io/v1",
-                "kind": "ValidatingWebhookConfiguration",
-                "metadata": {"name": WEBHOOK_CONFIG},
-                "webhooks": [],
-            },
-        ):
-            path = (
-                f"/api/v1/namespaces/{OPERATOR_NAMESPACE}/secrets"
-                if obj["kind"] == "Secret"
-                else "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
-            )
-            try:
-                kube.api.request("POST", path, body=obj)
-            except ApiError as exc:
-                if exc.status != 409:
-                    raise
-        _stand_in_cert_mount(self.server)
-
-    def start(self, timeout: float = 90.0) -> None:
-        self.probe_port = free_port()
-        env = {**os.environ, "MY_POD_NAMESPACE": OPERATOR_NAMESPACE}
-        with self.log.open("ab") as out:
-            self.proc = subprocess.Popen(
-                [
-                    str(self.binary),
-                    "--kubeconfig",
-                    self.server.kubeconfig,
-                    "--enable-scheme=pytorchjob",
-                    "--gang-scheduler-name=solver-sched",
-                    "--metrics-bind-address=0",
-                    f"--health-probe-bind-address=127.0.0.1:{self.probe_port}",
-                    f"--webhook-server-port={free_port()}",
-                    "--zap-log-level=info",
-                ],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=env,
-            )
-        wait_for(f"training-operator of {self.server.name} ready", self.ready, timeout=timeout)
-
-    def ready(self) -> bool:
-        if self.proc is None or self.proc.poll() is not None:
-            raise RuntimeError(f"training-operator exited; see {self.log}")
-        try:
-            url = f"http://127.0.0.1:{self.probe_port}/readyz"
-            with urllib.request.urlopen(url, timeout=1) as resp:
-                return bool(resp.status == 200)
-        except OSError:
-            return False
-
-    def stop(self) -> None:
-        _stop(self.proc)
-        self.proc = None
-
-
 def _b64(text: str) -> str:
     return base64.b64encode(text.encode()).decode()
-
-
-def _stop(proc: subprocess.Popen[Any] | None) -> None:
-    if proc is not None and proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 def scheduler_process(kubeconfig: str, log: Path, cycle: float = 1.0) -> subprocess.Popen[bytes]:
@@ -283,7 +139,7 @@ class Member:
         if not self.server.running:
             self.server.start()
             self.operator.stop()
-            _stop(self.scheduler)
+            stop_process(self.scheduler)
             self.scheduler = None
         if self.operator.proc is None:
             self.operator.start()
@@ -295,7 +151,7 @@ class Member:
         self.server.stop(kill=True)
 
     def stop(self, kill: bool = False) -> None:
-        _stop(self.scheduler)
+        stop_process(self.scheduler)
         self.scheduler = None
         self.operator.stop()
         self.server.stop(kill)
@@ -359,7 +215,7 @@ def fleet_sandbox(
         install_crds(fleet.hub.kube(), [crds / "kubeflow.org_pytorchjobs.yaml", *hub_crds])
         for name in members:
             server = ApiServer(testenv, work, name)
-            to = TrainingOperator(operator, server, work)
+            to = TrainingOperator(operator, server, work / f"{name}-training-operator.log")
             member = Member(name, server, to, work / f"{name}-scheduler.log")
             fleet.members[name] = member
             server.start()

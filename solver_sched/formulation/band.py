@@ -3,8 +3,7 @@ any elastic gain, and the guard against overflowing the solvers' integers."""
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 from solver_sched.config.schema import ObjectiveWeights
 from solver_sched.domain import resources as res
@@ -26,14 +25,6 @@ def tier_weights(weights: ObjectiveWeights, priorities: Iterable[int]) -> dict[i
         p: min(MAX_TIER_WEIGHT, weights.guaranteed * weights.tier_factor**rank)
         for rank, p in enumerate(distinct)
     }
-
-
-def bonus_keeps_tiers(tier: Mapping[int, int], gang_start: int) -> bool:
-    """Whether every step between the tiers present covers the start bonus. Validation ensures it
-    for the configured factor; past MAX_TIER_WEIGHT the top tiers are squeezed together, and then
-    the bonus is left out for the cycle rather than let small gangs outrank higher priorities."""
-    weights = sorted(set(tier.values()))
-    return all(high >= (1 + gang_start) * low for low, high in itertools.pairwise(weights))
 
 
 def band_multiplier(

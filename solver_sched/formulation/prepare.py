@@ -11,13 +11,12 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 
-from solver_sched.config.schema import ObjectiveWeights, Settings
+from solver_sched.config.schema import ObjectiveWeights, Settings, bonus_step_short
 from solver_sched.domain import resources as res
 from solver_sched.domain.snapshot import ClusterSnapshot
 from solver_sched.domain.topology import Topology, ask_of, choose
 from solver_sched.formulation.band import (
     band_multiplier,
-    bonus_keeps_tiers,
     overflow_reason,
     tier_weights,
 )
@@ -84,7 +83,8 @@ def prepare(
         )
         for n in sorted(active)
     )
-    gang_start = weights.gang_start if bonus_keeps_tiers(tier, weights.gang_start) else 0
+    short = bonus_step_short(tier.values(), weights.gang_start)  # the tiers cannot carry it
+    gang_start = weights.gang_start if short is None else 0
     if gang_start:
         withheld = withholdings(jobs)  # rule 9: what breaking each running gang withholds
         jobs = tuple(replace(jm, withholds=withheld.get(jm.name, 0)) for jm in jobs)

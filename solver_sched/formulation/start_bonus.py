@@ -64,6 +64,9 @@ def withholdings(jobs: tuple[JobModel, ...]) -> dict[str, int]:
     return out
 
 
+Withheld = Mapping[int, tuple[list[int], list[int]]]  # tier -> (starting jobs, jobs withholding)
+
+
 def tiers_withheld(problem: Problem) -> dict[int, tuple[list[int], list[int]]]:
     """Tier weight -> (starting jobs, running jobs that withhold) for tiers where a break can
     withhold a bonus; other tiers keep the plain per-start bonus."""
@@ -80,9 +83,14 @@ def tiers_withheld(problem: Problem) -> dict[int, tuple[list[int], list[int]]]:
 
 
 def add(
-    problem: Problem, model: LinearModel, y: list[list[int]], bonus: Mapping[int, tuple[int, int]]
+    problem: Problem,
+    model: LinearModel,
+    y: list[list[int]],
+    bonus: Mapping[int, tuple[int, int]],
+    tiers: Withheld,
 ) -> None:
-    """The ``gang_start`` term: per start, or per tier through ``bonus`` (tier -> (s, sb))."""
+    """The ``gang_start`` term: per start, or per tier through ``bonus`` (tier -> (s, sb)) for
+    the ``tiers`` where a break withholds (``tiers_withheld``, kept in the model's variables)."""
     if not problem.gang_start:
         return
     jobs = problem.jobs
@@ -90,9 +98,8 @@ def add(
         if jm.starting and jm.tier_weight not in bonus:
             w = problem.gang_start * jm.tier_weight
             model.term("guaranteed", "gang_start", [(v, w) for v in y[j][1:]])
-    withheld_by_tier = tiers_withheld(problem)
     for tier, (s, sb) in sorted(bonus.items()):
-        starters, breakers = withheld_by_tier[tier]
+        starters, breakers = tiers[tier]
         starts = [(v, -1) for j in starters for v in y[j][1:]]
         withheld = [(y[g][0], jobs[g].withholds) for g in breakers]
         most = sum(jobs[g].withholds for g in breakers)
@@ -102,10 +109,13 @@ def add(
         model.term("guaranteed", "gang_start", [(s, problem.gang_start * tier)])
 
 
-def hint(problem: Problem, run: list[int], sizes: Mapping[str, int]) -> dict[int, tuple[int, int]]:
-    """Per withholding tier, (s, sb) of a plan: ``run`` counts each job's members that run."""
+def hint(
+    problem: Problem, tiers: Withheld, run: list[int], sizes: Mapping[str, int]
+) -> dict[int, tuple[int, int]]:
+    """Per withholding tier (``tiers``), (s, sb) of a plan: ``run`` counts each job's members
+    that run."""
     out = {}
-    for tier, (starters, breakers) in tiers_withheld(problem).items():
+    for tier, (starters, breakers) in tiers.items():
         starts = sum(run[j] for j in starters)
         jobs = problem.jobs
         withheld = sum(jobs[g].withholds for g in breakers if not sizes.get(jobs[g].name, 0))

@@ -66,7 +66,7 @@ def to_values(
             for name, _ in _members(problem.jobs[j])
         )
         values[var] = min(model.ub[var], used)
-    for tier, (s, sb) in start_bonus.hint(problem, run, sizes).items():
+    for tier, (s, sb) in start_bonus.hint(problem, v.withheld, run, sizes).items():
         values[v.bonus[tier][0]], values[v.bonus[tier][1]] = s, sb
     for key, var in built.triggers.items():
         starters = problem.triggers.get(key, ())

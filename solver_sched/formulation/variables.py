@@ -36,8 +36,10 @@ class Vars:
     zt: dict[tuple[int, int, tuple[str, ...]], int] = field(default_factory=dict)
     b: dict[tuple[int, str, tuple[str, ...]], int] = field(default_factory=dict)
     e: dict[tuple[str, tuple[str, ...]], int] = field(default_factory=dict)
-    # start bonus (formulation/start_bonus.py): tier -> (bonuses paid, whether any is)
+    # start bonus (formulation/start_bonus.py): tier -> (bonuses paid, whether any is), and the
+    # tiers where a break withholds bonuses -> (their starting jobs, the jobs that withhold)
     bonus: dict[int, tuple[int, int]] = field(default_factory=dict)
+    withheld: dict[int, tuple[list[int], list[int]]] = field(default_factory=dict)
 
 
 def demand(problem: Problem) -> dict[int, dict[int, int]]:
@@ -84,7 +86,8 @@ def create(problem: Problem, model: LinearModel) -> Vars:
         for j, jm in enumerate(problem.jobs):
             for hours, n in jm.waiting_buckets:
                 v.r[(j, hours)] = model.var(f"r[{jm.name},{hours}]", 0, n)
-    for tier, (starters, _) in sorted(tiers_withheld(problem).items()):
+    v.withheld = tiers_withheld(problem)
+    for tier, (starters, _) in sorted(v.withheld.items()):
         n = sum(problem.jobs[j].count for j in starters)
         v.bonus[tier] = (model.var(f"s[{tier}]", 0, n), model.var(f"sb[{tier}]", 0, 1))
     for r, row in enumerate(problem.quotas):

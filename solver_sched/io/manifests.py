@@ -201,6 +201,50 @@ def gang(
     return objs
 
 
+def pytorch_job(
+    name: str,
+    workers: int,
+    *,
+    namespace: str = "default",
+    gpus: int = 1,
+    cpu: str = "4",
+    memory: str = "16Gi",
+    min_replicas: int | None = None,
+    max_replicas: int | None = None,
+    annotations: dict[str, str] | None = None,
+    clean_pod_policy: str | None = None,
+) -> dict[str, Any]:
+    """A Kubeflow PyTorchJob of ``workers`` Worker replicas and no Master (torchrun's elastic
+    rendezvous), elastic from ``min_replicas`` to ``max_replicas`` when they are given. The
+    training-operator creates its pods and its PodGroup, onto which it copies ``annotations``."""
+    container = {
+        "name": "pytorch",  # the operator's default container: its port and exit code
+        "image": "pytorch/pytorch:2.4.0-cuda12.1",
+        "resources": {
+            "requests": {"cpu": cpu, "memory": memory},
+            "limits": {"nvidia.com/gpu": str(gpus)} if gpus else {},
+        },
+    }
+    worker = {
+        "replicas": workers,
+        "restartPolicy": "OnFailure",
+        "template": {"spec": {"containers": [container]}},
+    }
+    spec: dict[str, Any] = {"pytorchReplicaSpecs": {"Worker": worker}}
+    if min_replicas is not None or max_replicas is not None:
+        spec["elasticPolicy"] = {
+            "rdzvBackend": "c10d",
+            "minReplicas": min_replicas if min_replicas is not None else max_replicas,
+            "maxReplicas": max_replicas if max_replicas is not None else min_replicas,
+        }
+    if clean_pod_policy:
+        spec["runPolicy"] = {"cleanPodPolicy": clean_pod_policy}
+    meta: dict[str, Any] = {"name": name, "namespace": namespace}
+    if annotations:
+        meta["annotations"] = dict(annotations)
+    return {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": meta, "spec": spec}
+
+
 def kueue_topology(name: str, levels: list[str], version: str = "v1beta2") -> dict[str, Any]:
     """Kueue's Topology: node-label levels, broadest first."""
     return {

@@ -1,8 +1,10 @@
 """`solver-sched demo`: the seed scenarios, live, on a local API server.
 
-Starts the sandbox API server, installs the CRDs, creates two simulated 8-GPU nodes, starts
-`solver-sched run` as a separate process (the real secondary scheduler) and submits the seed
-workloads one after another, printing what the scheduler does and why. Stops everything at the end.
+Starts the sandbox API server, installs the CRDs, creates two simulated 8-GPU nodes, starts the
+Kubeflow training-operator v1.8.1 (it runs the elastic job, a PyTorchJob: its pods, its PodGroup,
+its status) and `solver-sched run` (the real secondary scheduler) as separate processes, and
+submits the seed workloads one after another, printing what the scheduler and the operator do and
+why, as read from the cluster. Stops everything at the end.
 """
 
 from __future__ import annotations
@@ -19,20 +21,42 @@ from typing import Any
 from solver_sched.io import manifests as m
 from solver_sched.kube.api import KubeApi, load_client
 from solver_sched.kube.demo_whatif import paused, whatif_now
-from solver_sched.kube.sandbox import Kube, sandbox, wait_for
+from solver_sched.kube.sandbox import Kube, install_crds, sandbox, wait_for
 from solver_sched.kube.status import waiting_reason
+from solver_sched.kube.training_operator import TrainingOperator
 from solver_sched.planning.explain import rfc3339
 
 # Events of these reasons are posted on each evicted pod and once on its group: the demo prints
 # the group's, with the pods it names (one event per resize, not one per pod).
 PER_POD_TOO = ("Resized", "Preempted")
 
-PG = {
-    "apiVersion": "scheduling.x-k8s.io/v1alpha1",
-    "kind": "PodGroup",
-    "metadata": {"namespace": "default"},
-}
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "default"}}
+PYTORCH_JOBS = "/apis/kubeflow.org/v1/namespaces/{ns}/pytorchjobs"
+PODGROUPS = "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{ns}/podgroups"
+REPLICA_INDEX = "training.kubeflow.org/replica-index"
+
+
+def say(out: Callable[[str], None], text: str) -> None:
+    """A line with the wall-clock time in RFC 3339, as the events and reasons write it."""
+    out(f"[{rfc3339(datetime.now(UTC))}] {text}")
+
+
+def controller_of(pod: dict[str, Any]) -> str:
+    """`Kind ns/name` of the pod's controller (its ownerReference), or 'no controller'."""
+    meta = pod["metadata"]
+    for ref in meta.get("ownerReferences") or []:
+        if ref.get("controller"):
+            return f"{ref['kind']} {meta.get('namespace')}/{ref['name']}"
+    return "no controller"
+
+
+def creator(pod: dict[str, Any]) -> str:
+    """The field manager that wrote the pod's ownerReferences, i.e. created it, as the API server
+    recorded it (the training-operator writes as `training-operator`)."""
+    for entry in pod["metadata"].get("managedFields") or []:
+        if "f:ownerReferences" in ((entry.get("fieldsV1") or {}).get("f:metadata") or {}):
+            return str(entry.get("manager", "?"))
+    return "?"
 
 
 class Demo:
@@ -42,17 +66,21 @@ class Demo:
         self.kube, self.out = kube, out
         self.kubeconfig, self.scheduler_pid, self.work = kubeconfig, pid, work
         self.log = work / "scheduler.log"
+        self.log_read = 0  # bytes of the scheduler log counted by cycles()
+        self.log_cycles = 0
         self.seen_events: set[str] = set()
         self.printed: list[tuple[str, str]] = []  # (reason, object name) of the events printed
         self.pods_of: dict[tuple[str, str], list[str]] = {}  # (reason, message) -> pod names
-        self.made: dict[str, list[dict[str, Any]]] = {}
-
-    def say(self, text: str) -> None:
-        """Each line with the wall-clock time in RFC 3339, as the events and reasons write it."""
-        self.out(f"[{rfc3339(datetime.now(UTC))}] {text}")
 
     def cycles(self) -> int:
-        return sum(1 for line in self.log.read_text().splitlines() if ": cycle " in line)
+        """Completed scheduler cycles, from the log lines written since the last call."""
+        with self.log.open("rb") as f:
+            f.seek(self.log_read)
+            chunk = f.read()
+        done = chunk[: chunk.rfind(b"\n") + 1]  # a line still being written counts next time
+        self.log_read += len(done)
+        self.log_cycles += sum(1 for line in done.splitlines() if b": cycle " in line)
+        return self.log_cycles
 
     def settle(self) -> None:
         """Print what the scheduler's next completed cycle posts: the last step's late events
@@ -109,7 +137,7 @@ class Demo:
             line = f"{obj['kind']} {obj.get('namespace')}/{obj['name']}: {e['message']}"
             if pods:
                 line += f" (evicted {len(pods)} pods: {', '.join(pods)})"
-            self.say(f"event {e['reason']:<13} {line}")
+            say(self.out, f"event {e['reason']:<13} {line}")
 
     def wait(
         self,
@@ -131,27 +159,126 @@ class Demo:
     def bound(self, prefix: str, namespace: str = "default") -> int:
         return self.kube.bound(namespace, prefix + "-")
 
-    def recreate_evicted(self, prefix: str, workers: int, namespace: str = "default") -> None:
-        """Play the job's controller: a workload controller (a Job, the training-operator for a
-        PyTorchJob) recreates the pods the scheduler evicted; they wait, pending, for a size that
-        uses them. Bare pods in a sandbox have no controller, so the demo stands in for it."""
-        have = self.kube.pods(namespace)
-        gone = [i for i in range(workers) if f"{prefix}-worker-{i}" not in have]
-        group = next(o for o in self.made[prefix] if o["kind"] == "PodGroup")
-        for obj in self.made[prefix]:
-            if obj["kind"] == "Pod" and int(obj["metadata"]["name"].rsplit("-", 1)[1]) in gone:
-                self.kube.create(obj)
-        self.say(
-            f"{namespace}/{prefix}: its controller recreates the {len(gone)} evicted pods "
-            f"(workers {', '.join(map(str, gone))}); they wait pending in PodGroup "
-            f"{group['metadata']['name']}"
+    def pods(self, namespace: str = "default") -> dict[str, dict[str, Any]]:
+        """The namespace's pods that are not being deleted, by name."""
+        items = self.kube.api.get(f"/api/v1/namespaces/{namespace}/pods")["items"]
+        return {
+            p["metadata"]["name"]: p for p in items if not p["metadata"].get("deletionTimestamp")
+        }
+
+    def pytorch_job(self, name: str, namespace: str = "default") -> dict[str, Any]:
+        return self.kube.api.get(f"{PYTORCH_JOBS.format(ns=namespace)}/{name}")
+
+    def owned(self, job: str, namespace: str = "default") -> list[dict[str, Any]]:
+        """The pods whose controller is PyTorchJob ``job``, by replica index."""
+        mine = [
+            p
+            for p in self.pods(namespace).values()
+            if controller_of(p) == f"PyTorchJob {namespace}/{job}"
+        ]
+        return sorted(mine, key=lambda p: int(p["metadata"]["labels"].get(REPLICA_INDEX, 0)))
+
+    def created_by_operator(self, job: str, namespace: str = "default") -> None:
+        """What the training-operator made of the PyTorchJob: its pods and PodGroup, and the
+        elastic range solver-sched plans with, as the API server has them."""
+        pods = self.owned(job, namespace)
+        group = pods[0]["metadata"]["labels"].get("scheduling.x-k8s.io/pod-group", "")
+        pg = self.kube.api.get(f"{PODGROUPS.format(ns=namespace)}/{group}")
+        spec = self.pytorch_job(job, namespace)["spec"]
+        ep = spec.get("elasticPolicy") or {}
+        say(
+            self.out,
+            f"PyTorchJob {namespace}/{job}: {', '.join(sorted({creator(p) for p in pods}))} "
+            f"created {len(pods)} pods ({pods[0]['metadata']['name']} .. "
+            f"{pods[-1]['metadata']['name']}) and PodGroup {namespace}/{group} (minMember "
+            f"{pg['spec'].get('minMember')}), all controlled by the PyTorchJob; solver-sched "
+            f"plans it from {ep.get('minReplicas')} to {ep.get('maxReplicas')} workers "
+            "(its elasticPolicy)",
         )
 
-    def submit(self, objs: list[dict[str, Any]]) -> None:
-        """Create a gang's PodGroup and pods, and remember them for its controller."""
-        name = str(next(o for o in objs if o["kind"] == "PodGroup")["metadata"]["name"])
-        self.made[name] = objs
-        self.kube.create_all(objs)
+    def operator_status(self, job: str, active: int, namespace: str = "default") -> None:
+        """The PyTorchJob's status once the training-operator counts ``active`` running
+        workers."""
+
+        def counted() -> dict[str, Any] | None:
+            status = self.pytorch_job(job, namespace).get("status") or {}
+            worker = (status.get("replicaStatuses") or {}).get("Worker") or {}
+            return status if worker.get("active", 0) == active else None
+
+        status = wait_for(f"{job}'s status: {active} active", counted, timeout=30)
+        true = [c["type"] for c in status.get("conditions") or [] if c.get("status") == "True"]
+        replicas = self.pytorch_job(job, namespace)["spec"]["pytorchReplicaSpecs"]["Worker"]
+        self.out(
+            f"   PyTorchJob {namespace}/{job} status (written by the training-operator): "
+            f"{true[-1] if true else 'no condition'}, Worker {active} active of "
+            f"{replicas['replicas']} replicas"
+        )
+
+    def recreated(self, job: str, evicted: dict[str, str], namespace: str = "default") -> None:
+        """Until every evicted pod (name -> UID) exists again as a new pod, and say who made
+        them and where they are, as the API server has them."""
+
+        def back() -> list[dict[str, Any]] | None:
+            pods = self.pods(namespace)
+            new = [
+                pods[n]
+                for n, uid in evicted.items()
+                if n in pods and pods[n]["metadata"]["uid"] != uid
+            ]
+            return new if len(new) == len(evicted) else None
+
+        pods = wait_for(f"{job}'s evicted pods recreated", back, timeout=30)
+        names = ", ".join(sorted(p["metadata"]["name"] for p in pods))
+        waiting = sum(1 for p in pods if not p["spec"].get("nodeName"))
+        group = pods[0]["metadata"]["labels"].get("scheduling.x-k8s.io/pod-group", "")
+        say(
+            self.out,
+            f"{namespace}/{job}: {', '.join(sorted({creator(p) for p in pods}))} recreated the "
+            f"{len(pods)} evicted pods ({names}: new UIDs, controlled by "
+            f"{', '.join(sorted({controller_of(p) for p in pods}))}); {waiting} of them wait "
+            f"pending in PodGroup {namespace}/{group}",
+        )
+
+    def complete(self, job: str, namespace: str = "default") -> None:
+        """Play the kubelet: the PyTorchJob's running workers exit 0; say what the operator then
+        does, as the cluster shows it."""
+        pods = self.owned(job, namespace)
+        pending = sum(1 for p in pods if p["status"]["phase"] == "Pending")
+        for p in pods:
+            if p["status"]["phase"] == "Running":
+                self.kube.exit(f"{namespace}/{p['metadata']['name']}")
+
+        def succeeded() -> dict[str, Any] | None:
+            status = self.pytorch_job(job, namespace).get("status") or {}
+            done = next(
+                (
+                    c
+                    for c in status.get("conditions") or []
+                    if c["type"] == "Succeeded" and c["status"] == "True"
+                ),
+                None,
+            )
+            left = [p for p in self.owned(job, namespace) if p["status"]["phase"] == "Pending"]
+            return done if done and not left else None
+
+        done = wait_for(f"{job} succeeded", succeeded, timeout=30)
+
+        def group_gone() -> bool:  # the operator deletes it after the pods
+            groups = self.kube.api.get(PODGROUPS.format(ns=namespace))["items"]
+            return not any(g["metadata"]["name"] == job for g in groups)
+
+        try:
+            wait_for(f"{job}'s PodGroup gone", group_gone, timeout=10)
+            group = "deleted"
+        except AssertionError:
+            group = "kept"
+        policy = self.pytorch_job(job, namespace)["spec"].get("runPolicy", {}).get("cleanPodPolicy")
+        say(
+            self.out,
+            f"PyTorchJob {namespace}/{job}: {done['reason']}: {done['message']} The "
+            f"training-operator deleted its {pending} pending pods (cleanPodPolicy {policy}); "
+            f"its PodGroup: {group}",
+        )
 
     def finish(self, prefix: str, namespace: str = "default") -> None:
         """Play the kubelet: the job's pods complete and are deleted."""
@@ -160,18 +287,20 @@ class Demo:
                 self.kube.delete({**POD, "metadata": {"namespace": namespace}}, name)
 
 
-def run_demo(binary: Path, root: Path, out: Callable[[str], None] = print) -> int:
+def run_demo(testenv: Path, operator: Path, root: Path, out: Callable[[str], None] = print) -> int:
+    if not operator.exists():
+        out(f"{operator} is missing: `make run` builds it (tools/training-operator)")
+        return 1
     work = Path(tempfile.mkdtemp(prefix="solver-sched-demo-"))
-    out(f"starting a local kube-apiserver + etcd ({binary}) ...")
-    with sandbox(binary, work / "env", work / "apiserver.log") as env:
+    out(f"starting a local kube-apiserver + etcd ({testenv}) ...")
+    with sandbox(testenv, work / "env", work / "apiserver.log") as env:
         api = KubeApi(load_client(env.kubeconfig))
         kube = Kube(api)
         out(f"API server ready at {env.server} (kubeconfig {env.kubeconfig})")
-        for path in sorted((root / "deploy" / "crds").glob("*.yaml")):
-            for obj in kube.load(path):
-                if obj.get("kind") == "CustomResourceDefinition":
-                    kube.apply(obj)
-        wait_for("CRDs", lambda: _established(api), timeout=30)
+        # the operator's own PyTorchJob and PodGroup CRDs (.cache/crds) over deploy/crds' stand-ins
+        upstream = sorted((root / ".cache" / "crds").glob("*.yaml"))
+        ours = sorted((root / "deploy" / "crds").glob("*.yaml"))
+        install_crds(kube, [p for p in ours if p.name not in {u.name for u in upstream}] + upstream)
         for ns in ("infra", "team-a", "solver-sched"):
             kube.ensure_namespace(ns)
         kube.create(m.node("gpu-a", gpus=8))
@@ -195,6 +324,14 @@ def run_demo(binary: Path, root: Path, out: Callable[[str], None] = print) -> in
             )
         )
         out("cluster: nodes gpu-a and gpu-b (8 GPUs each); another scheduler's pods hold 11 GPUs")
+        trainer = TrainingOperator(operator, env, work / "training-operator.log")
+        trainer.prepare()
+        trainer.start()
+        assert trainer.proc is not None
+        out(
+            f"training-operator v1.8.1 started (pid {trainer.proc.pid}, log {trainer.log}): "
+            "it runs the PyTorchJobs, gang-scheduled by solver-sched"
+        )
         log = work / "scheduler.log"
         sched = subprocess.Popen(
             [
@@ -225,6 +362,7 @@ def run_demo(binary: Path, root: Path, out: Callable[[str], None] = print) -> in
         finally:
             sched.terminate()
             sched.wait(timeout=30)
+            trainer.stop()
         out("")
         out(f"scheduler stopped (exit {sched.returncode}); last scheduler log lines:")
         for line in log.read_text().splitlines()[-3:]:
@@ -270,15 +408,33 @@ def _story(d: Demo) -> None:
 
     d.step(
         "2. Elastic fill by powers of two",
-        "`elastic` (min 2, max 256, power-of-two, 16 pods) on 13 idle GPUs -> 8 workers.",
+        "`elastic`, a PyTorchJob (16 workers, elasticPolicy min 2 / max 16, power-of-two) on 13 "
+        "idle GPUs -> 8 workers. The training-operator creates its pods and PodGroup (the "
+        "scheduler is paused until all 16 exist).",
     )
-    d.submit(
-        m.gang(
-            "elastic", 16, min_member=2, max_member=256, size_policy="power-of-two", cooldown="20s"
+    # The operator creates the pods one by one: a cycle in between would start the job at the
+    # size of the pods that exist so far (4) and grow it the next (4 -> 8). Paused until all 16
+    # exist, the scheduler's first plan sees the whole job.
+    with paused(d.scheduler_pid):
+        kube.create(
+            m.pytorch_job(
+                "elastic",
+                16,
+                min_replicas=2,
+                max_replicas=16,
+                annotations={
+                    "solver-sched.io/size-policy": "power-of-two",
+                    "solver-sched.io/cooldown": "20s",
+                },
+                clean_pod_policy="Running",
+            )
         )
-    )
+        wait_for("the operator's 16 pods", lambda: len(d.owned("elastic")) == 16, timeout=30)
+    d.created_by_operator("elastic")
     d.wait("elastic 8", lambda: d.bound("elastic") == 8, expect=(("Scheduled", "elastic"),))
+    kube.kubelet("default", "elastic-")  # the bound workers start
     d.jobs("default", "elastic")
+    d.operator_status("elastic", active=8)
 
     d.step(
         "3. What-if first: a guaranteed gang arrives",
@@ -296,11 +452,11 @@ def _story(d: Demo) -> None:
             + "; after it "
             + ", ".join(f"{j} {n} workers" for j, n in sorted(plan.workers.items()))
         )
-        before = set(kube.pods("default"))
+        before = {n: p["metadata"]["uid"] for n, p in d.pods().items()}
         d.step(
             "   ... the live scheduler does what the what-if planned",
             "It resumes: the elastic job shrinks 8 -> 4 (job-level eviction of its highest-index "
-            "workers) and trainer starts.",
+            "workers) and trainer starts. The training-operator sees its workers gone.",
             settle=False,  # paused: the scheduler has nothing to settle
         )
     d.wait(
@@ -308,12 +464,15 @@ def _story(d: Demo) -> None:
         lambda: d.bound("trainer") == 8,
         expect=(("Resized", "elastic"), ("Scheduled", "trainer")),
     )
-    evicted = {f"default/{p}" for p in before - set(kube.pods("default"))}
+    uids = {p["metadata"]["uid"] for p in d.pods().values()}
+    gone = {n: uid for n, uid in before.items() if uid not in uids}
+    evicted = {f"default/{n}" for n in gone}
     assert evicted == plan.evicted, f"the controller evicted {evicted}, the what-if {plan.evicted}"
     assert plan.bound == {"default/trainer": 8}, plan.bound
     d.out(f"   the controller evicted the same {len(evicted)} pods and bound trainer's 8")
-    d.recreate_evicted("elastic", 16)
+    d.recreated("elastic", gone)
     d.jobs("default", "elastic", "trainer")
+    d.operator_status("elastic", active=4)
 
     d.step(
         "4. Cooldown stops flapping",
@@ -329,8 +488,15 @@ def _story(d: Demo) -> None:
         timeout=60,
         expect=(("Resized", "elastic"), ("Scheduled", "elastic")),
     )
+    kube.kubelet("default", "elastic-")
     d.jobs("default", "elastic")
-    d.finish("elastic")
+    d.operator_status("elastic", active=8)
+    d.step(
+        "   ... and the PyTorchJob completes",
+        "Its running workers exit 0 (the demo plays the kubelet); the training-operator decides "
+        "what that means for the job and its pending pods.",
+    )
+    d.complete("elastic")
 
     d.step(
         "5. Queues with quotas: kube-queue/max-jobs 1",
@@ -351,9 +517,7 @@ def _story(d: Demo) -> None:
         )
     )
     kube.create_all(m.gang("first", 2, namespace="team-a"))
-    d.wait(
-        "first bound", lambda: d.bound("first", "team-a") == 2, expect=(("Scheduled", "first"),)
-    )
+    d.wait("first bound", lambda: d.bound("first", "team-a") == 2, expect=(("Scheduled", "first"),))
     kube.create_all(m.gang("second", 2, namespace="team-a"))
     d.wait(
         "second's reason",
@@ -381,14 +545,3 @@ def _story(d: Demo) -> None:
         expect=(("Unschedulable", "wider"),),
     )
     d.jobs("default", "wide", "wider")
-
-
-def _established(api: KubeApi) -> bool:
-    items = api.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions")["items"]
-    return bool(items) and all(
-        any(
-            c["type"] == "Established" and c["status"] == "True"
-            for c in (i.get("status") or {}).get("conditions") or []
-        )
-        for i in items
-    )

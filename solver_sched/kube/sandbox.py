@@ -178,6 +178,46 @@ class Kube:
             content_type="application/strategic-merge-patch+json",
         )
 
+    def kubelet(self, namespace: str, prefix: str = "") -> int:
+        """Play the kubelet: bound pods (of names starting with ``prefix``) that are still
+        Pending start running; returns how many such pods are bound."""
+        bound = 0
+        for p in self.api.get(f"/api/v1/namespaces/{namespace}/pods")["items"]:
+            meta = p["metadata"]
+            if not meta["name"].startswith(prefix) or meta.get("deletionTimestamp"):
+                continue
+            if p["spec"].get("nodeName"):
+                bound += 1
+                if (p.get("status") or {}).get("phase") == "Pending":
+                    self.set_running(f"{namespace}/{meta['name']}")
+        return bound
+
+    def exit(self, pod: str, code: int = 0, container: str = "pytorch") -> None:
+        """Play the kubelet: the pod's container exits with ``code`` (Succeeded if 0, else
+        Failed), as a workload controller reads it."""
+        ns, name = pod.split("/")
+        reason = "Completed" if code == 0 else "Error"
+        self.api.request(
+            "PATCH",
+            f"/api/v1/namespaces/{ns}/pods/{name}/status",
+            body={
+                "status": {
+                    "phase": "Succeeded" if code == 0 else "Failed",
+                    "containerStatuses": [
+                        {
+                            "name": container,
+                            "image": "",
+                            "imageID": "",
+                            "ready": False,
+                            "restartCount": 0,
+                            "state": {"terminated": {"exitCode": code, "reason": reason}},
+                        }
+                    ],
+                }
+            },
+            content_type="application/merge-patch+json",
+        )
+
     def delete(self, obj: dict[str, Any], name: str) -> None:
         try:
             self.api.request(
@@ -236,6 +276,34 @@ class Kube:
                 continue
             for item in items:
                 self.delete(probe, item["metadata"]["name"])
+
+
+def install_crds(kube: Kube, paths: list[Path]) -> None:
+    """Apply the CRDs in ``paths`` (other objects there are skipped) and wait until they are
+    established."""
+    crds = [
+        obj
+        for path in paths
+        for obj in kube.load(path)
+        if obj.get("kind") == "CustomResourceDefinition"
+    ]
+    for obj in crds:
+        kube.apply(obj)
+    names = {o["metadata"]["name"] for o in crds}
+
+    def established() -> bool:
+        items = kube.api.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions")["items"]
+        ok = {
+            i["metadata"]["name"]
+            for i in items
+            if any(
+                c["type"] == "Established" and c["status"] == "True"
+                for c in (i.get("status") or {}).get("conditions") or []
+            )
+        }
+        return names <= ok
+
+    wait_for("CRDs established", established, timeout=60)
 
 
 @dataclass(frozen=True)

@@ -76,29 +76,28 @@ def place(
         return any(_fenced(nodes, (ask.key, d), bind, binds) for d in candidates)
     if whole and _fenced(nodes, (ask.key, held[0]), bind, binds):
         return True
+    spread = len(first) > 1
     if first:  # the solver's domains: one, or filled in its order
         m = mark()
-        if len(first) == 1 and _fenced(nodes, (ask.key, first[0]), bind, binds):
+        if not spread and _fenced(nodes, (ask.key, first[0]), bind, binds):
             return True
-        if len(first) > 1:
-            # the solver spread it (its classes are aggregates, its plan maybe not optimal): one
-            # domain that holds it whole now is still better, and never splits a gang that fits
-            for d in _best_fit(nodes, index, ask.key, gpus):
-                if _fenced(nodes, (ask.key, d), bind, binds):
-                    return True
-            if _fill_in(nodes, ask.key, list(first), binds, bind):
-                return True
+        # the solver spread it (its classes are aggregates, its plan maybe not optimal): one
+        # domain that holds it whole now is still better, and never splits a gang that fits
+        if spread and _whole(nodes, index, ask.key, gpus, binds, bind):
+            return True
+        if spread and _fill_in(nodes, ask.key, list(first), binds, bind):
+            return True
         rollback(m)
-    for key in (ask.key, *ask.broader):
+    # the whole-domain search at its own level, unless the spread gang's failed it just now (the
+    # rollback left the same room)
+    if not spread and _whole(nodes, index, ask.key, gpus, binds, bind):
+        return True
+    for key in ask.broader:
         for d in _best_fit(nodes, index, key, gpus):
-            if key == ask.key:
-                if _fenced(nodes, (key, d), bind, binds):
-                    return True
-            else:
-                m = mark()
-                if _fill(nodes, index, ask.key, index.members[(key, d)], binds, bind):
-                    return True
-                rollback(m)
+            m = mark()
+            if _fill(nodes, index, ask.key, index.members[(key, d)], binds, bind):
+                return True
+            rollback(m)
     m = mark()
     if _fill(nodes, index, ask.key, None, binds, bind):
         return True
@@ -114,6 +113,13 @@ def _best_fit(nodes: NodeState, index: DomainIndex, key: str, gpus: int) -> list
     """Domains of the level with room for ``gpus``, the least room first (BestFit)."""
     room = [(nodes.domain_gpus((key, d)), d) for d in index.domains(key)]
     return [d for g, d in sorted(room) if g >= gpus]
+
+
+def _whole(
+    nodes: NodeState, index: DomainIndex, key: str, gpus: int, binds: tuple[Pod, ...], bind: Bind
+) -> bool:
+    """The gang whole in one domain of the level, the least room first (BestFit)."""
+    return any(_fenced(nodes, (key, d), bind, binds) for d in _best_fit(nodes, index, key, gpus))
 
 
 def _fenced(nodes: NodeState, fence: Fence, bind: Bind, pods: tuple[Pod, ...]) -> bool:

@@ -66,7 +66,6 @@ def check(
             after_size[name],
             evicted,
             starts,
-            usage_before,
             now,
             priority_preemption,
             queue_reclaim,
@@ -191,7 +190,6 @@ def _job_rules(
     after: int,
     evicted: set[str],
     starts: _Starts,
-    usage_before: dict[str, dict[str, int]],
     now: datetime,
     priority_preemption: bool,
     queue_reclaim: bool,
@@ -222,7 +220,7 @@ def _job_rules(
     if after == 0:
         queue = snapshot.queue_of(job)
         ok = priority_preemption and starts.top_priority.get(queue, job.priority) > job.priority
-        if not ok and queue_reclaim and _borrowing(snapshot, queue, usage_before):
+        if not ok and queue_reclaim and starts.borrowing(queue):
             ok = bool(starts.reclaiming - {queue})
         if not ok:
             bad.append(
@@ -233,11 +231,13 @@ def _job_rules(
 
 
 class _Starts:
-    """The guaranteed gangs a plan starts, summarised once for the per-job break rules."""
+    """The guaranteed gangs a plan starts, and the queues' usage before it, summarised once for
+    the per-job break rules."""
 
     def __init__(
         self, snapshot: ClusterSnapshot, started: list[str], usage: dict[str, dict[str, int]]
     ) -> None:
+        self.snapshot, self.usage = snapshot, usage
         self.names = set(started)
         self.top_priority: dict[str, int] = {}  # queue -> highest priority starting there
         self.reclaiming: set[str] = set()  # queues below their min with a gang starting
@@ -247,16 +247,17 @@ class _Starts:
             self.top_priority[queue] = max(self.top_priority.get(queue, job.priority), job.priority)
             if _below_min(snapshot, queue, usage):
                 self.reclaiming.add(queue)
+        self.guaranteed = {  # resources some queue of the tree has a min of
+            r for q in snapshot.quota.queues.values() for r, m in q.min.items() if m
+        }
 
-
-def _borrowing(snapshot: ClusterSnapshot, queue: str, usage: dict[str, dict[str, int]]) -> bool:
-    """Uses more than its min of a resource that some queue of the tree is guaranteed; a min the
-    queue does not list is 0 (Kueue, ElasticQuota)."""
-    q = snapshot.quota.queues.get(queue)
-    if q is None:
-        return False
-    guaranteed = {r for other in snapshot.quota.queues.values() for r, m in other.min.items() if m}
-    return any(usage[queue].get(r, 0) > q.min.get(r, 0) for r in guaranteed)
+    def borrowing(self, queue: str) -> bool:
+        """Whether the queue used more than its min of a resource that some queue of the tree
+        is guaranteed; a min the queue does not list is 0 (Kueue, ElasticQuota)."""
+        q = self.snapshot.quota.queues.get(queue)
+        return q is not None and any(
+            self.usage[queue].get(r, 0) > q.min.get(r, 0) for r in self.guaranteed
+        )
 
 
 def _below_min(snapshot: ClusterSnapshot, queue: str, usage: dict[str, dict[str, int]]) -> bool:

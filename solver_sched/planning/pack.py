@@ -17,7 +17,7 @@ lost 0.16-1.49% of the model's value in packing before, none after.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Sequence
 
 from solver_sched.domain import resources as res
 from solver_sched.domain.cluster import Pod
@@ -31,10 +31,11 @@ def pack(
     snapshot: ClusterSnapshot,
     problem: Problem,
     assignment: Assignment,
-    first: Collection[str] = (),
+    first: Sequence[str] = (),
 ) -> tuple[PlanState, list[str], list[str]]:
     """The plan state, its notes and the jobs that could not be packed at their target size.
-    Jobs named in ``first`` are packed before all others (a retry after they failed)."""
+    Jobs named in ``first`` are packed before all others, in that order (a retry after they
+    failed, or ``compact``'s order)."""
     st = PlanState(snapshot, problem)
     st.prefer = dict(assignment.domains)  # the solver's domains, tried first
     budget: Counter[tuple[int, int]] = Counter()  # pods per (shape, class) the solver chose
@@ -48,9 +49,10 @@ def pack(
         if target[jm.name] < jm.current:
             st.resize(j, target[jm.name], check_quota=False)
     growing = [j for j, jm in enumerate(jobs) if target[jm.name] > jm.current]
+    ahead = {name: k for k, name in enumerate(first)}
     growing.sort(
         key=lambda j: (
-            jobs[j].name not in first,
+            ahead.get(jobs[j].name, len(ahead)),
             not jobs[j].starting,
             -jobs[j].priority,
             -_largest(problem, j),
@@ -73,6 +75,33 @@ def pack(
                 f"kept at {fallback}"
             )
     return st, notes, failed
+
+
+def compact(
+    snapshot: ClusterSnapshot, problem: Problem, st: PlanState
+) -> tuple[PlanState, list[str], list[str]]:
+    """The sizes of ``st`` packed again, the gangs that ask for topology first, the most GPUs
+    first, each where BestFit puts it (placement/topology.py; no solver domains, no class counts):
+    best-fit decreasing, so the large gangs take the domains that hold them whole and the small
+    ones fill what is left. Same sizes, same placement value; fewer domains per gang where the
+    first packing's order split one."""
+    sizes = dict(st.size)
+    lead = [
+        jm.name
+        for jm in problem.jobs
+        if jm.name in problem.asks and sizes.get(jm.name, 0) > jm.current
+    ]
+    gpus = {name: _new_gpus(problem, st, name) for name in lead}
+    lead.sort(key=lambda name: (-gpus[name], name))
+    return pack(snapshot, problem, Assignment(sizes), lead)
+
+
+def _new_gpus(problem: Problem, st: PlanState, name: str) -> int:
+    jm = problem.jobs[st.index[name]]
+    o = jm.option(st.size[name])
+    if o is None:
+        return 0
+    return sum(problem.shapes[s].requests.get(res.GPU, 0) * n for s, n in o.new.items())
 
 
 def _largest(problem: Problem, j: int) -> int:

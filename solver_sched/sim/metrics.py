@@ -70,6 +70,7 @@ def summarize(run: RunResult) -> dict[str, Any]:
         "scale_ins_in_cooldown": sum(j.ins_in_cooldown for j in run.jobs),
         "partial_releases": sum(j.partial_releases for j in run.jobs),
         "lost_gpu_h": sum(j.lost_work for j in run.jobs) / 3600,
+        "spread_jobs": sum(j.max_racks > 1 for j in run.jobs),  # ran over several racks at once
         "calls": run.calls,
         "plan_s_mean": mean(run.plan_seconds),
         "plan_s_p95": percentile(run.plan_seconds, 95),

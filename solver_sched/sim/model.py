@@ -10,6 +10,11 @@ GPUs, while its gang is complete, it progresses at ``T(g)`` units per second:
 
 A job at its requested size therefore finishes in exactly ``duration``; at half the size it takes
 twice as long; at twice the size (``alpha = 0.5``) it takes ``duration / sqrt(2)``.
+
+**Spread slowdown** (issue 15; only with racks, ``rack_nodes > 0``). Consecutive nodes form racks
+of ``rack_nodes``. A gang whose pods sit in ``k`` racks progresses at ``T(g) / (1 + s (k - 1))``
+(``s = spread_slowdown``, 0.1 by default: each extra rack adds 10% to the time a step takes, the
+cross-rack all-reduce being the slow part), decided on the pods' placement over each interval.
 """
 
 from __future__ import annotations
@@ -74,7 +79,13 @@ class SimParams:
     horizon: float = 60 * 86400.0  # stop simulating after this (unfinished jobs are reported)
     recheck_cycles: int = 0  # call the policy at least every N cycles while jobs wait (0: never)
     speedup: Speedup = field(default_factory=Speedup)
+    rack_nodes: int = 0  # nodes per rack; 0: no racks (no topology, no spread slowdown)
+    spread_slowdown: float = 0.1  # per extra rack a gang spans (the module docstring)
 
     @property
     def nodes(self) -> int:
         return max(1, self.gpus // self.gpus_per_node)
+
+    def slowdown(self, racks: int) -> float:
+        """The factor a gang over ``racks`` racks divides its rate by."""
+        return 1.0 + self.spread_slowdown * max(0, racks - 1) if self.rack_nodes else 1.0

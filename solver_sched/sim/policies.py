@@ -17,6 +17,13 @@ returns ``Decisions`` (binds and evictions of pods); the simulator applies them.
   fits, in arrival order.
 - ``solver-sched``: the real core, ``cycle.run_cycle``, on a ``ClusterSnapshot`` built directly
   from domain objects each cycle (no YAML, no pydantic).
+- ``kueue-bestfit``, ``volcano-tiers`` (with racks, ``SimParams.rack_nodes``): the topology
+  baselines of solvers/topology_baselines.py on the same snapshot, rigid, preempting nothing.
+
+With racks, the snapshot's nodes carry a rack label (and a Kueue ``Topology`` of rack and
+hostname), and every multi-pod gang prefers one rack (Kueue's preferred annotation), so
+solver-sched and the baselines place by topology; the simulator slows spread gangs down
+(sim/model.py).
 """
 
 from __future__ import annotations
@@ -31,10 +38,16 @@ from solver_sched.cycle import BACKENDS, run_cycle
 from solver_sched.domain import resources as res
 from solver_sched.domain.cluster import Job, Node, Pod, PodPhase, SizePolicy
 from solver_sched.domain.snapshot import ClusterSnapshot
+from solver_sched.domain.topology import HOSTNAME, Mode, Topology, TopologyRequest
 from solver_sched.sim.state import NAMESPACE, JobRun, SimState
+from solver_sched.solvers.topology_baselines import BASELINES
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 POLICIES = ("per-pod", "fifo", "elastic", "solver-sched")
+TOPOLOGY_POLICIES = tuple(BASELINES)  # with racks only; not part of ``all``
+RACK_LABEL = "topology.solver-sched.io/rack"
+RACKS = Topology((RACK_LABEL, HOSTNAME), "simulator")
+PREFER_RACK = TopologyRequest(Mode.PREFERRED, key=RACK_LABEL, source="simulator")
 
 
 @dataclass
@@ -230,8 +243,14 @@ class SnapshotBuilder:
     """SimState -> ClusterSnapshot from domain objects, caching pods and jobs between cycles."""
 
     def __init__(self, state: SimState) -> None:
+        self.racks = bool(state.rack)
         self.nodes = {
-            n: Node(name=n, allocatable={res.GPU: state.capacity[n]}) for n in state.nodes
+            n: Node(
+                name=n,
+                allocatable={res.GPU: state.capacity[n]},
+                labels={RACK_LABEL: state.rack[n], HOSTNAME: n} if self.racks else {},
+            )
+            for n in state.nodes
         }
         self.cooldown = state.params.cooldown
         self._pods: dict[tuple[str, str | None], Pod] = {}
@@ -247,7 +266,8 @@ class SnapshotBuilder:
                 pods[name] = self._pod(job, i, name, node, old_pods)
             key = f"{NAMESPACE}/{job.name}"
             jobs[key] = self._job(job, key, old_jobs)
-        return ClusterSnapshot(nodes=self.nodes, pods=pods, jobs=jobs)
+        topologies = {"default": RACKS} if self.racks else {}
+        return ClusterSnapshot(nodes=self.nodes, pods=pods, jobs=jobs, topologies=topologies)
 
     def _pod(
         self,
@@ -293,12 +313,24 @@ class SnapshotBuilder:
                 ),
                 created=EPOCH + timedelta(seconds=job.spec.arrival),
                 source=f"trace job {job.name}",
+                topology=PREFER_RACK if self.racks and len(job.pods) > 1 else None,
             )
         self._jobs[(job.name, job.last_scale)] = cached
         return cached
 
 
-class SolverSchedPolicy:
+class _OnSnapshot:
+    """A policy that plans on the ``ClusterSnapshot`` of the state (built once, then updated)."""
+
+    _builder: SnapshotBuilder | None = None
+
+    def _snapshot(self, state: SimState) -> ClusterSnapshot:
+        if self._builder is None:
+            self._builder = SnapshotBuilder(state)
+        return self._builder.snapshot(state)
+
+
+class SolverSchedPolicy(_OnSnapshot):
     """The real core: one ``run_cycle`` per simulated cycle."""
 
     elastic = True
@@ -314,12 +346,9 @@ class SolverSchedPolicy:
         self.backend = backend
         self.time_limit = time_limit
         self.name = name
-        self._builder: SnapshotBuilder | None = None
 
     def plan(self, state: SimState, now: float) -> Decisions:
-        if self._builder is None:
-            self._builder = SnapshotBuilder(state)
-        snap = self._builder.snapshot(state)
+        snap = self._snapshot(state)
         result = run_cycle(
             snap, self.config, EPOCH + timedelta(seconds=now), self.backend, self.time_limit
         )
@@ -327,6 +356,20 @@ class SolverSchedPolicy:
         evictions = [p for e in result.plan.evictions for p in e.pods]
         solver = result.stats.seconds if self.backend != "greedy" else 0.0
         return Decisions(binds, evictions, solver, bool(result.violations))
+
+
+class TopologyBaselinePolicy(_OnSnapshot):
+    """A topology baseline (Kueue TAS BestFit, Volcano tiers) on the cycle's snapshot: pending
+    gangs one at a time, rigid, nothing preempted."""
+
+    elastic = False
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def plan(self, state: SimState, now: float) -> Decisions:
+        plan = BASELINES[self.name](self._snapshot(state), RACKS)
+        return Decisions([(b.pod, b.node) for b in plan.binds], [])
 
 
 def parse_policies(text: str) -> list[str]:
@@ -339,7 +382,7 @@ def parse_policies(text: str) -> list[str]:
             if n not in names:
                 names.append(n)
     for n in names:
-        if n not in POLICIES and not (
+        if n not in (*POLICIES, *TOPOLOGY_POLICIES) and not (
             n.startswith("solver-sched:") and n.split(":", 1)[1] in BACKENDS
         ):
             raise ValueError(f"unknown policy {n!r}; choose from {', '.join(POLICIES)}")
@@ -360,6 +403,8 @@ def make_policy(
         return GreedyElasticPolicy()
     if name == "solver-sched":
         return SolverSchedPolicy(config, backend, time_limit)
+    if name in TOPOLOGY_POLICIES:
+        return TopologyBaselinePolicy(name)
     if name.startswith("solver-sched:"):  # e.g. solver-sched:greedy, solver-sched:milp
         backend = name.split(":", 1)[1]
         return SolverSchedPolicy(config, backend, time_limit, name=name)

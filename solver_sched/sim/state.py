@@ -57,6 +57,7 @@ class JobRun:
     ins_in_cooldown: int = 0
     partial_releases: int = 0
     lost_work: float = 0.0
+    max_racks: int = 0  # the most racks its pods spanned at once (0 without racks)
 
     @property
     def name(self) -> str:
@@ -111,6 +112,8 @@ class SimState:
         self.params = params
         self.nodes = tuple(f"node-{i:03d}" for i in range(params.nodes))
         self.capacity = {n: params.gpus_per_node for n in self.nodes}
+        per = params.rack_nodes
+        self.rack = {n: f"r{i // per:02d}" for i, n in enumerate(self.nodes)} if per else {}
         self.free = dict(self.capacity)
         self.jobs: dict[str, JobRun] = {}
         self.pod_job: dict[str, tuple[JobRun, int]] = {}
@@ -162,6 +165,7 @@ class SimState:
             touched.add(job.name)
         for name in sorted(touched):
             self._changed(self.jobs[name], before.get(name, 0), now)
+            self.jobs[name].max_racks = max(self.jobs[name].max_racks, self.racks(self.jobs[name]))
         return bool(touched)
 
     def _pod(self, pod: str) -> tuple[JobRun, int]:
@@ -238,7 +242,7 @@ class SimState:
         """Progress from t0 to t1 (overhead first, checkpoints on the way); returns the end time
         (the finish time when the job completes inside the interval)."""
         p = self.params
-        rate = p.speedup.rate(gpus, job.spec.gpus)
+        rate = p.speedup.rate(gpus, job.spec.gpus) / p.slowdown(self.racks(job))
         t = t0
         wait = min(job.overhead_left, t1 - t)
         job.overhead_left -= wait
@@ -257,6 +261,10 @@ class SimState:
                 job.saved = job.done
                 job.since_checkpoint = 0.0
         return t1
+
+    def racks(self, job: JobRun) -> int:
+        """Racks the job's bound pods span (0 without racks)."""
+        return len({self.rack[node] for _, node in job.bound_pods()}) if self.rack else 0
 
     # -- wake-ups -------------------------------------------------------------------------------
 

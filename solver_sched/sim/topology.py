@@ -6,7 +6,7 @@ Kueue TAS's BestFit and Volcano's HyperNode tiers (solvers/topology_baselines.py
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from solver_sched.domain import resources as res
@@ -14,6 +14,7 @@ from solver_sched.domain.cluster import Pod
 from solver_sched.domain.plan import Plan
 from solver_sched.domain.snapshot import ClusterSnapshot
 from solver_sched.domain.topology import DomainId, Mode, Topology, ask_of
+from solver_sched.placement.nodes import NodeState
 from solver_sched.solvers.topology_baselines import Free, binpack, level_domains
 
 # -- metrics -----------------------------------------------------------------------------------
@@ -46,6 +47,7 @@ def metrics(snapshot: ClusterSnapshot, plan: Plan, topology: Topology, key: str)
     for pod_name, node in bound.items():
         free[node] = res.sub(free[node], snapshot.pods[pod_name].requests)
     domains = level_domains(snapshot, topology, key)
+    admits = NodeState(snapshot).admitting
     of = {n: d for d, ns in domains.items() for n in ns}
     started = value = crossings = split_fit = required_split = 0
     spans: list[int] = []
@@ -63,7 +65,8 @@ def metrics(snapshot: ClusterSnapshot, plan: Plan, topology: Topology, key: str)
         if len(used) > 1:
             ask = ask_of(job.topology, topology)
             required_split += ask is not None and ask.mode is Mode.REQUIRED and ask.key == key
-            if _one_domain_holds(snapshot, free, domains, [snapshot.pods[p] for p in pods], bound):
+            gang = [snapshot.pods[p] for p in pods]
+            if _one_domain_holds(admits, free, domains, gang, bound):
                 split_fit += 1
     idle = 0
     for members in domains.values():
@@ -83,7 +86,7 @@ def metrics(snapshot: ClusterSnapshot, plan: Plan, topology: Topology, key: str)
 
 
 def _one_domain_holds(
-    snapshot: ClusterSnapshot,
+    admits: Callable[[Pod], frozenset[str]],
     free: Free,
     domains: Mapping[DomainId, list[str]],
     pods: list[Pod],
@@ -94,5 +97,5 @@ def _one_domain_holds(
     for p in pods:
         room[bound[p.name]] = res.add(room[bound[p.name]], p.requests)
     return any(
-        binpack(snapshot, room, tuple(pods), members) is not None for members in domains.values()
+        binpack(admits, room, tuple(pods), members) is not None for members in domains.values()
     )

@@ -38,25 +38,24 @@ def assignment_of(st: PlanState) -> Assignment:
 def greedy_plan(
     snapshot: ClusterSnapshot,
     problem: Problem,
-    first: Mapping[str, float] | None = None,
+    starts: list[int] | None = None,
     value_aware: bool = False,
-    dense: bool = False,
+    order: list[int] | None = None,
 ) -> PlanState:
-    """The greedy decision as a concrete plan state (nodes chosen, queue rows kept). ``first``:
-    gangs to start are tried in descending order of it (the share of each job the model's LP
-    relaxation runs, solvers/lp.py), queue order among equals; by default in queue order.
+    """The greedy decision as a concrete plan state (nodes chosen, queue rows kept). ``starts``:
+    the order gangs to start are tried in (``start_order``: the LP relaxation's, or smallest
+    first for the start bonus); by default queue order (``order``, computed when not given).
     ``value_aware``: a start takes no victim that alone gives up as much guaranteed value as the
-    start brings (victims.take_loss, start_gain). ``dense``: gangs of one priority start smallest
-    first (``start_order``), for the start bonus."""
+    start brings (victims.take_loss, start_gain)."""
     st = PlanState(snapshot, problem)
     jobs = problem.jobs
     fired: dict[int, set[str]] = {}
     for key, starters in problem.triggers.items():
         for h in starters:
             fired.setdefault(h, set()).add(key)
-    order = queue_order(problem)
+    order = order if order is not None else queue_order(problem)
     victims = Victims(st, order, value_aware)
-    starts = start_order(problem, order, first, dense)
+    starts = starts if starts is not None else order
     for j in order:  # 1. irregular sizes
         jm = jobs[j]
         if not jm.running_ok and not jm.starting:

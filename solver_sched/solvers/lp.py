@@ -36,12 +36,23 @@ def relaxation(model_problem: Problem, built: Built, time_limit: float) -> dict[
     h.addVars(n, np.array(m.lb, dtype=float), np.array(m.ub, dtype=float))
     h.changeColsCost(n, np.arange(n, dtype=np.int32), cost)
     inf = highspy.kHighsInf
-    for con in m.constraints:
-        index = np.array([v for v, _ in con.terms], dtype=np.int32)
-        value = np.array([c for _, c in con.terms], dtype=float)
-        lo = -inf if con.lo is None else float(con.lo)
-        hi = inf if con.hi is None else float(con.hi)
-        h.addRow(lo, hi, len(index), index, value)
+    rows = m.constraints
+    starts: list[int] = []
+    index: list[int] = []
+    value: list[int] = []
+    for con in rows:  # one addRows call: row by row cost 0.6-1 s of the LP's window at L
+        starts.append(len(index))
+        index.extend(v for v, _ in con.terms)
+        value.extend(c for _, c in con.terms)
+    h.addRows(
+        len(rows),
+        np.array([-inf if con.lo is None else float(con.lo) for con in rows]),
+        np.array([inf if con.hi is None else float(con.hi) for con in rows]),
+        len(index),
+        np.array(starts, dtype=np.int32),
+        np.array(index, dtype=np.int32),
+        np.array(value, dtype=np.float64),
+    )
     h.run()
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         return None

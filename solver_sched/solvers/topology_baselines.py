@@ -19,6 +19,7 @@ from solver_sched.domain.plan import BindPod, Plan
 from solver_sched.domain.snapshot import ClusterSnapshot
 from solver_sched.domain.topology import HOSTNAME, DomainId, Mode, Topology, ask_of
 from solver_sched.formulation.problem import Problem
+from solver_sched.placement.nodes import NodeState
 from solver_sched.placement.state import PlanState
 
 Placement = dict[str, str]  # pending pod -> node
@@ -39,14 +40,6 @@ def _gangs(snapshot: ClusterSnapshot) -> list[tuple[Job, tuple[Pod, ...]]]:
             out.append((job, waiting[: sizes[0]]))
     out.sort(key=lambda g: (-g[0].priority, g[0].created or EPOCH, g[0].name))
     return out
-
-
-def _nodes_for(snapshot: ClusterSnapshot, pod: Pod) -> list[str]:
-    return [
-        n.name
-        for n in sorted(snapshot.nodes.values(), key=lambda n: n.name)
-        if n.schedulable and pod.constraints.allows(n.labels, n.taints, n.name)
-    ]
 
 
 def level_domains(
@@ -77,13 +70,19 @@ def kueue_best_fit(snapshot: ClusterSnapshot, topology: Topology) -> Plan:
     placed: Placement = {}
     levels = topology.levels if HOSTNAME in topology.levels else (*topology.levels, HOSTNAME)
     view = Topology(levels, topology.source)
+    admits = NodeState(snapshot).admitting
+    # each node's domain per level, once (not per gang: at L that was most of the baseline)
+    domain = [
+        {n: d for n, node in snapshot.nodes.items() if (d := view.domain_of(node.labels, key))}
+        for key in levels
+    ]
     for job, pods in _gangs(snapshot):
         shape = max(pods, key=lambda p: p.requests.get(res.GPU, 0))
-        allowed = set(_nodes_for(snapshot, shape))
+        allowed = admits(shape)  # a node that could not hold it empty holds 0 pods of it
         ask = ask_of(job.topology, view)
         start = levels.index(ask.key) if ask is not None and ask.key in levels else 0
         required = ask is not None and ask.mode is Mode.REQUIRED
-        counts = _kueue_assign(snapshot, view, free, allowed, shape, len(pods), start, required)
+        counts = _kueue_assign(domain, free, allowed, shape, len(pods), start, required)
         if counts is None:
             continue
         nodes = [n for n, c in sorted(counts.items()) for _ in range(c)]
@@ -98,22 +97,22 @@ def kueue_best_fit(snapshot: ClusterSnapshot, topology: Topology) -> Plan:
 
 
 def _kueue_assign(
-    snapshot: ClusterSnapshot,
-    view: Topology,
+    domain: list[dict[str, DomainId]],
     free: Free,
-    allowed: set[str],
+    allowed: frozenset[str],
     shape: Pod,
     count: int,
     level: int,
     required: bool,
 ) -> dict[str, int] | None:
-    """Pods per node, or None when the gang does not fit as asked."""
+    """Pods per node, or None when the gang does not fit as asked; ``domain``: per level (the
+    view's, broadest first), each node's domain."""
     fit = {n: res.how_many_fit(shape.requests, free[n]) for n in allowed}
     state: list[dict[DomainId, int]] = []
-    for key in view.levels:
+    for of in domain:
         per: dict[DomainId, int] = {}
         for n in allowed:
-            d = view.domain_of(snapshot.nodes[n].labels, key)
+            d = of.get(n)
             if d is not None:
                 per[d] = per.get(d, 0) + fit[n]
         state.append(per)
@@ -134,7 +133,7 @@ def _kueue_assign(
             chosen = _take(domains, state[level], count)
             if chosen is None:
                 return None
-    for below in range(level + 1, len(view.levels)):
+    for below in range(level + 1, len(domain)):
         nxt: list[tuple[DomainId, int]] = []
         for parent, want in chosen:
             kids = [d for d in state[below] if d[: len(parent)] == parent]
@@ -194,22 +193,24 @@ def volcano_tiers(snapshot: ClusterSnapshot, topology: Topology) -> Plan:
     free: Free = {n: dict(f) for n, f in snapshot.free_per_node.items()}
     placed: Placement = {}
     tiers = topology.tiers()
-    by_level = {key: level_domains(snapshot, topology, key) for key in topology.levels}
+    admits = NodeState(snapshot).admitting
+    by_level: dict[str, list[tuple[DomainId, list[str], int]]] = {}  # (domain, nodes, GPUs)
     for job, pods in _gangs(snapshot):
         search, required = _volcano_search(job, topology, tiers)
+        need = sum(p.requests.get(res.GPU, 0) for p in pods)
         result: Placement | None = None
         for key in search:
             best: tuple[float, DomainId, Placement] | None = None
-            level = by_level.get(key)
-            if level is None:
-                level = by_level[key] = level_domains(snapshot, topology, key)
-            for d, members in sorted(level.items()):
-                trial = binpack(snapshot, free, pods, members)
+            if key not in by_level:
+                by_level[key] = [
+                    (d, members, _gpus(snapshot, members))
+                    for d, members in sorted(level_domains(snapshot, topology, key).items())
+                ]
+            for d, members, total in by_level[key]:
+                trial = binpack(admits, free, pods, members)
                 if trial is None:
                     continue
-                total = sum(snapshot.nodes[n].allocatable.get(res.GPU, 0) for n in members)
                 left = sum(free[n].get(res.GPU, 0) for n in members)
-                need = sum(p.requests.get(res.GPU, 0) for p in pods)
                 score = (total - left + need) / total if total else 0.0
                 if best is None or (score, d) > (best[0], best[1]):
                     best = (score, d, trial)
@@ -217,13 +218,17 @@ def volcano_tiers(snapshot: ClusterSnapshot, topology: Topology) -> Plan:
                 result = best[2]
                 break
         if result is None and not required:
-            result = binpack(snapshot, free, pods, sorted(snapshot.nodes))
+            result = binpack(admits, free, pods, sorted(snapshot.nodes))
         if result is None:
             continue
         for pod_name, node in result.items():
             free[node] = res.sub(free[node], snapshot.pods[pod_name].requests)
             placed[pod_name] = node
     return _plan(snapshot, placed)
+
+
+def _gpus(snapshot: ClusterSnapshot, members: list[str]) -> int:
+    return sum(snapshot.nodes[n].allocatable.get(res.GPU, 0) for n in members)
 
 
 def _volcano_search(job: Job, topology: Topology, tiers: tuple[str, ...]) -> tuple[list[str], bool]:
@@ -244,19 +249,15 @@ def _volcano_search(job: Job, topology: Topology, tiers: tuple[str, ...]) -> tup
 
 
 def binpack(
-    snapshot: ClusterSnapshot, free: Free, pods: tuple[Pod, ...], members: list[str]
+    admits: Callable[[Pod], frozenset[str]], free: Free, pods: tuple[Pod, ...], members: list[str]
 ) -> Placement | None:
-    """Each pod to the node with the fewest free GPUs that holds it (binpack), all or none."""
+    """Each pod to the node with the fewest free GPUs that holds it (binpack), all or none;
+    ``admits``: the nodes a pod may use (``NodeState.admitting``)."""
     room = {n: dict(free[n]) for n in members}
     out: Placement = {}
     for pod in pods:
-        ok = [
-            n
-            for n in members
-            if snapshot.nodes[n].schedulable
-            and pod.constraints.allows(snapshot.nodes[n].labels, snapshot.nodes[n].taints, n)
-            and res.fits(pod.requests, room[n])
-        ]
+        allowed = admits(pod)
+        ok = [n for n in members if n in allowed and res.fits(pod.requests, room[n])]
         if not ok:
             return None
         node = min(ok, key=lambda n: (room[n].get(res.GPU, 0), n))

@@ -1,6 +1,7 @@
 from typing import Any
 
-from benchmarks.scale_report import load, table
+from benchmarks.scale import summarize, table
+from benchmarks.scale_report import load
 
 
 def _row(seed: int, gap: float, cycle: float, chosen: str) -> dict[str, Any]:
@@ -8,6 +9,7 @@ def _row(seed: int, gap: float, cycle: float, chosen: str) -> dict[str, Any]:
         "size": "S",
         "preset": "hard",
         "seed": seed,
+        "nodes": 64,
         "jobs_running": 10,
         "jobs_pending": 5,
         "cycle": cycle,
@@ -18,6 +20,8 @@ def _row(seed: int, gap: float, cycle: float, chosen: str) -> dict[str, Any]:
         "vs_greedy": 1.0 + gap,
         "packing_loss": 0.0,
         "chosen": chosen,
+        "optimal": chosen == "cpsat",
+        "violations": 0,
     }
 
 
@@ -27,11 +31,11 @@ def test_the_table_gives_median_and_worst_and_who_made_the_plan() -> None:
         _row(1002, 0.01, 0.4, "cpsat"),
         _row(1003, 0.03, 0.3, "greedy"),
     ]
-    line = table(rows).splitlines()[2]
+    line = table(summarize(rows)).splitlines()[2]
     assert "| 0.300 / 0.400 s (0.5 s) |" in line
     assert "| x3.00 / x4.00 |" in line
     assert "| 1.00% / 3.00% |" in line
-    assert "cpsat 2, greedy 1" in line
+    assert "| 2/3 | cpsat 2, greedy 1 |" in line
 
 
 def test_a_later_file_replaces_the_same_instance(tmp_path: Any) -> None:

@@ -543,8 +543,9 @@ def test_bad_objects_get_events_and_the_rest_is_placed(fl: FleetTest) -> None:
         assert "picky jobs are not admitted here" in rejected
         time.sleep(2)  # member-2 is avoided from now on, and the policy allows no other
         assert fl.placement("picky") is None
-        assert fl.copies("member-2") == []
-        assert fl.placement("good") == "member-1" or fl.copies("member-2") == []
+        # good may sit on either member; what member-2 rejected has no copy there.
+        assert not [c for c in fl.copies("member-2") if c.startswith("picky-")]
+        assert fl.placement("good") is not None
     finally:
         for path in reversed(paths):
             with contextlib.suppress(ApiError):
@@ -556,7 +557,7 @@ def test_dry_run_writes_nothing_then_one_leader_places_once(fl: FleetTest) -> No
     exactly once (generation 1, one copy), and the leader's /metrics counts the dispatch."""
     import urllib.request
 
-    from solver_sched.fleet.sandbox import free_port
+    from solver_sched.kube.training_operator import free_port
 
     _nodes(fl, "member-1", 1, gpus=8)
     _join_all(fl)

@@ -1,5 +1,5 @@
 """NodeState's picks: a request no node held is not searched again until a node gets room
-back (taking only shrinks room)."""
+back, nor is a node it did not fit (taking only shrinks room)."""
 
 import pytest
 
@@ -44,3 +44,28 @@ def test_a_failed_pick_is_not_searched_again_until_a_node_gives_room_back(
     state.give_back(busy, "n1")
     state.give_back(busy, "n1")  # n1 now has all 8 CPUs
     assert state.pick(want, "default") == "n1"
+
+
+def test_a_node_a_pick_did_not_fit_is_not_tested_again_until_it_gets_room_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """n0 and n1 have GPUs free but their CPU is taken; n2 holds the 8-CPU pod twice."""
+    snap = snapshot(
+        [node(f"n{i}", gpus=8, cpu="8") for i in range(2)],
+        node("n2", gpus=16, cpu="16"),
+        gang("busy", 2, gpus=1, cpu="6", running_on=["n0", "n1"]),
+        gang("wants", 2, gpus=1, cpu="8"),
+    )
+    state = NodeState(snap)
+    first, second = (snap.pods[f"default/wants-worker-{i}"] for i in range(2))
+    busy = snap.pods["default/busy-worker-0"]
+    state.feasible(first)
+    calls = _counting(monkeypatch)
+    assert state.pick(first, "default") == "n2"  # best fit tests n0 and n1 first
+    assert calls[0] == 3
+    state.take(first, "n2")
+    assert state.pick(second, "default") == "n2"
+    assert calls[0] == 4  # n0 and n1 not tested again
+    state.give_back(busy, "n0")  # n0 has its 8 CPUs back
+    assert state.pick(second, "default") == "n0"
+    assert calls[0] == 5

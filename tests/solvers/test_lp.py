@@ -7,7 +7,7 @@ from solver_sched.config.schema import ObjectiveWeights
 from solver_sched.formulation.aggregate import aggregate
 from solver_sched.formulation.build import build
 from solver_sched.formulation.prepare import prepare
-from solver_sched.solvers.greedy import greedy_plan
+from solver_sched.solvers.greedy import greedy_plan, queue_order, start_order
 from solver_sched.solvers.lp import relaxation
 from tests.support.builders import (
     NOW,
@@ -36,7 +36,7 @@ def test_the_relaxation_runs_what_the_optimum_runs() -> None:
     shares = relaxation(model, build(model), 5.0)
     assert shares is not None
     assert shares["default/a"] < shares["default/b"] == shares["default/c"] == 1.0
-    guided = greedy_plan(snap, problem, shares)
+    guided = greedy_plan(snap, problem, start_order(problem, queue_order(problem), shares))
     assert {n: s for n, s in guided.size.items() if s} == {"default/b": 1, "default/c": 1}
     assert {n: s for n, s in greedy_plan(snap, problem).size.items() if s} == {"default/a": 1}
 

@@ -15,6 +15,7 @@ from solver_sched.formulation.aggregate import aggregate
 from solver_sched.formulation.build import build
 from solver_sched.formulation.prepare import prepare
 from solver_sched.io.kube_snapshot import snapshot_from_objects
+from solver_sched.solvers.lexicographic import TOPOLOGY_TERMS, value_terms
 from solver_sched.solvers.topology_baselines import BASELINES, replay
 from solver_sched.synthetic.topology import topology_objects
 from tests.support.builders import NOW
@@ -55,3 +56,39 @@ def test_the_cycle_is_never_below_a_topology_baseline(preset: str, seed: int) ->
         c = _score(model, built, name, replay(snap, problem, baseline(snap, topology)), [], None)
         assert c.value is not None
         assert result.stats.objective >= c.value, name
+
+
+@pytest.mark.parametrize("preset", ["rack8", "rack16", "rack32"])
+@pytest.mark.parametrize("seed", [3, 8, 9])  # 8, 9: fail without the candidates
+def test_at_equal_value_no_plan_crosses_more_domains_than_a_greedy_one(
+    preset: str, seed: int
+) -> None:
+    """Property (issue 15): a candidate of the same placement value (the model's objective less its
+    topology terms) never has better topology terms (domains per gang, whole domains kept) than
+    the emitted plan, for greedy's plan and both baselines'."""
+    # a budget the candidates always fit in, however loaded the machine: the baselines are
+    # candidates only while their share of it lasts
+    cfg = CFG.model_copy(update={"settings": CFG.settings.model_copy(update={"cycle_seconds": 60})})
+    snap = snapshot_from_objects(topology_objects(preset, seed, NOW))
+    result = run_cycle(snap, cfg, NOW)
+    topology, _ = choose((), None, snap.topologies)
+    problem = prepare(snap, CFG.weights, CFG.settings, NOW, topology)
+    model = aggregate(problem, partial(_created, snap))
+    built = build(model)
+    mine = _score(model, built, "emitted", replay(snap, problem, result.plan), [], None)
+    plans = {name: baseline(snap, topology) for name, baseline in BASELINES.items()}
+    plans["greedy"] = run_cycle(snap, cfg, NOW, "greedy").plan
+    assert mine.values is not None
+    value = value_terms(built.model)
+
+    def worth(values: list[int]) -> tuple[int, int]:
+        terms = built.model.evaluate(values)
+        return sum(c * values[v] for v, c in value), sum(terms.get(t, 0) for t in TOPOLOGY_TERMS)
+
+    for name, plan in plans.items():
+        c = _score(model, built, name, replay(snap, problem, plan), [], None)
+        assert c.values is not None
+        (v_mine, t_mine), (v_other, t_other) = worth(mine.values), worth(c.values)
+        assert v_mine >= v_other, name
+        if v_mine == v_other:
+            assert t_mine >= t_other, name

@@ -54,7 +54,7 @@ def add(problem: Problem, model: LinearModel, v: Vars) -> None:
             "elastic_eviction",
             [(ys[k], -problem.eviction_weight * o.evicted) for k, o in enumerate(jm.options)],
         )
-    start_bonus.add(problem, model, v.y, v.bonus)
+    start_bonus.add(problem, model, v.y, v.bonus, v.withheld)
     packing = []
     for (sid, cid), var in v.x.items():
         gpus = problem.shapes[sid].requests.get(GPU, 0)

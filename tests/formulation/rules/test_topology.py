@@ -91,3 +91,69 @@ def test_a_free_rack_kept_whole_is_rewarded_and_cannot_be_claimed_while_used() -
     assert rm.terms(keep)["fragmentation"] == f * (4 + 4 + 4)
     assert "whole[b1/r1]" in rm.violated(in_r1 | {"e[b1/r1]": 1})
     assert "whole[b1]" in rm.violated(in_r1 | {"e[b1]": 1})
+
+
+def _bounds(rm: RuleModel, prefix: str) -> set[tuple[int, int]]:
+    names = rm.model.names
+    return {(rm.model.lb[i], rm.model.ub[i]) for i, n in enumerate(names) if n.startswith(prefix)}
+
+
+def test_domain_choices_are_binary_and_pods_per_domain_at_most_the_gangs_need() -> None:
+    rm = _cluster(m.gang("p", 2, gpus=2, annotations=PREF), m.gang("g", 1, gpus=4, annotations=REQ))
+    assert _bounds(rm, "d[") == {(0, 1)} and _bounds(rm, "b[") == {(0, 1)}
+    assert _bounds(rm, "e[") == {(0, 1)}
+    sid = rm.problem.shape_of["default/p-worker-0"]
+    assert _bounds(rm, f"zt[default/p,{sid},") == {(0, 2)}  # its two pods, in any one rack
+    one = {"y[default/p,2]": 1, f"zt[default/p,{sid},b1/r1]": 2, "d[default/p,b1/r1]": 1}
+    one |= {rm.x("default/p-worker-0", "a"): 2, "b[default/p,b1]": 1, "y[default/g,0]": 1}
+    assert rm.violated(one) == []  # all its pods in one rack: the row allows need x d exactly
+
+
+def test_a_running_preferred_gang_grows_for_free_where_it_runs_and_pays_for_a_new_rack() -> None:
+    rm = _cluster(
+        m.gang("e", 3, gpus=2, min_member=1, max_member=3, running_on=["a"], annotations=PREF)
+    )  # worker 0 runs in r1 (block b1); two more may join
+    w = rm.problem.spread_weight
+    sid = rm.problem.shape_of["default/e-worker-1"]
+
+    def grow(d: str, node: str) -> dict[str, int]:
+        out = {"y[default/e,3]": 1, f"zt[default/e,{sid},{d}]": 2, f"d[default/e,{d}]": 1}
+        out[rm.x("default/e-worker-1", node)] = 2
+        return out | {f"b[default/e,{d.split('/')[0]}]": 1}
+
+    for plan, cost in ((grow("b1/r1", "a"), 0), (grow("b1/r2", "b"), 2 * w)):
+        assert rm.violated(plan) == [], plan
+        assert rm.terms(plan)["topology_spread"] == -cost  # the held block costs nothing
+    far = grow("b2/r3", "c")
+    assert rm.violated(far) == []
+    assert rm.terms(far)["topology_spread"] == -(2 * w + w)  # a new rack in a new block
+
+
+def test_a_running_required_gang_may_grow_only_in_its_one_rack() -> None:
+    one = _cluster(
+        m.gang("r", 2, gpus=2, min_member=1, max_member=2, running_on=["a"], annotations=REQ)
+    )
+    assert [n for n in one.model.names if n.startswith("d[")] == ["d[default/r,b1/r1]"]
+    split = _cluster(
+        m.gang("s", 3, gpus=2, min_member=1, max_member=3, running_on=["a", "b"], annotations=REQ)
+    )  # already over two racks: no domain to grow in, so it cannot grow
+    assert not [n for n in split.model.names if n.startswith("d[")]
+    sid = split.problem.shape_of["default/s-worker-2"]
+    grown = {"y[default/s,3]": 1, split.x("default/s-worker-2", "c"): 1}
+    assert f"place_domain[default/s,{sid}]" in split.violated(grown)
+
+
+def test_a_broader_domain_is_the_prefix_of_its_levels() -> None:
+    rm = _cluster(m.gang("p", 2, gpus=4, annotations=PREF))
+    assert topology._within(rm.problem, BLOCK, RACK, ("b2", "r3")) == ("b2",)
+    assert topology._within(rm.problem, "example.com/row", RACK, ("b2", "r3")) is None
+    assert topology._within(rm.problem, BLOCK, "example.com/row", ("b2", "r3")) is None
+
+
+def test_not_even_one_pod_in_a_domain_the_gang_did_not_choose() -> None:
+    rm = _cluster(m.gang("p", 2, gpus=2, annotations=PREF))
+    sid = rm.problem.shape_of["default/p-worker-0"]
+    one_pod = {"y[default/p,2]": 1, f"zt[default/p,{sid},b1/r1]": 1, "d[default/p,b1/r2]": 1}
+    one_pod |= {f"zt[default/p,{sid},b1/r2]": 1, "b[default/p,b1]": 1}
+    one_pod |= {rm.x("default/p-worker-0", "a"): 1, rm.x("default/p-worker-0", "b"): 1}
+    assert rm.violated(one_pod) == [f"in_domain[default/p,{sid},b1/r1]"]
