@@ -30,7 +30,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import ssl
 import subprocess
 import sys
@@ -45,8 +44,8 @@ from typing import Any
 import yaml
 
 from solver_sched.kube.api import ApiError, KubeApi, load_client
-from solver_sched.kube.sandbox import ApiServer, Kube, Sandbox, wait_for
-from solver_sched.kube.training_operator import CERT_DIR  # the operator's fixed cert path
+from solver_sched.kube.sandbox import ApiServer, Kube, Sandbox, install_crds, wait_for
+from solver_sched.kube.training_operator import free_port, prepare_cluster
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(os.environ.get("SOLVER_SCHED_BIN", ROOT / ".cache" / "bin"))
@@ -125,12 +124,6 @@ def missing(stack: str, operator: bool = False) -> list[str]:
     if stack == "kueue" and not (CACHE / "crds" / "kueue").is_dir():
         out.append(str(CACHE / "crds" / "kueue"))
     return out
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
@@ -622,36 +615,8 @@ class Stage:
 
     def _start_operator(self) -> None:
         assert self.info is not None
-        kube = self.kube
-        for path in sorted((CACHE / "crds").glob("*.yaml")):
-            for obj in kube.load(path):
-                if obj.get("kind") == "CustomResourceDefinition":
-                    kube.apply(obj)
-        kube.ensure_namespace("kubeflow")
-        for url, obj in (
-            (
-                "/api/v1/namespaces/kubeflow/secrets",
-                {
-                    "apiVersion": "v1",
-                    "kind": "Secret",
-                    "metadata": {"name": "training-operator-webhook-cert", "namespace": "kubeflow"},
-                },
-            ),
-            (
-                "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
-                {
-                    "apiVersion": "admissionregistration.k8s.io/v1",
-                    "kind": "ValidatingWebhookConfiguration",
-                    "metadata": {"name": "validator.training-operator.kubeflow.org"},
-                    "webhooks": [],
-                },
-            ),
-        ):
-            self.api.request("POST", url, body=obj)
-        CERT_DIR.mkdir(parents=True, exist_ok=True)
-        for name in ("crt", "key"):
-            if not (CERT_DIR / f"tls.{name}").exists():
-                shutil.copy(self.info.dir / "pki" / f"apiserver.{name}", CERT_DIR / f"tls.{name}")
+        install_crds(self.kube, sorted((CACHE / "crds").glob("*.yaml")))
+        prepare_cluster(self.kube, self.info.dir / "pki")
         probe = free_port()
         proc = self._spawn(
             "training-operator",

@@ -46,19 +46,53 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _stand_in_cert_mount(server: Server) -> None:
+def _stand_in_cert_mount(pki: Path) -> None:
     """What the kubelet would mount from the operator's Secret: any valid pair will do (nobody
     calls the webhooks). Written once, atomically, so operators started together share it."""
     if (CERT_DIR / "tls.crt").exists() and (CERT_DIR / "tls.key").exists():
         return
     tmp = CERT_DIR.parent / f".certs-{os.getpid()}-{secrets.token_hex(4)}"
     tmp.mkdir(parents=True, exist_ok=True)
-    shutil.copy(server.dir / "pki" / "apiserver.crt", tmp / "tls.crt")
-    shutil.copy(server.dir / "pki" / "apiserver.key", tmp / "tls.key")
+    shutil.copy(pki / "apiserver.crt", tmp / "tls.crt")
+    shutil.copy(pki / "apiserver.key", tmp / "tls.key")
     try:
         tmp.rename(CERT_DIR)
     except OSError:  # another process won the race: its pair is as good
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def prepare_cluster(kube: Kube, pki: Path) -> None:
+    """What the operator's Deployment would give it (module docstring): its namespace, the
+    webhook Secret, an empty webhook configuration of its name, and the certificate mount, from
+    the API server's serving pair in ``pki``."""
+    kube.ensure_namespace(OPERATOR_NAMESPACE)
+    for obj in (
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {
+                "name": "training-operator-webhook-cert",
+                "namespace": OPERATOR_NAMESPACE,
+            },
+        },
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": WEBHOOK_CONFIG},
+            "webhooks": [],
+        },
+    ):
+        path = (
+            f"/api/v1/namespaces/{OPERATOR_NAMESPACE}/secrets"
+            if obj["kind"] == "Secret"
+            else "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
+        )
+        try:
+            kube.api.request("POST", path, body=obj)
+        except ApiError as exc:
+            if exc.status != 409:
+                raise
+    _stand_in_cert_mount(pki)
 
 
 def stop_process(proc: subprocess.Popen[Any] | None) -> None:
@@ -80,35 +114,7 @@ class TrainingOperator:
         self.probe_port = 0
 
     def prepare(self) -> None:
-        kube = Kube(KubeApi(load_client(self.server.kubeconfig)))
-        kube.ensure_namespace(OPERATOR_NAMESPACE)
-        for obj in (
-            {
-                "apiVersion": "v1",
-                "kind": "Secret",
-                "metadata": {
-                    "name": "training-operator-webhook-cert",
-                    "namespace": OPERATOR_NAMESPACE,
-                },
-            },
-            {
-                "apiVersion": "admissionregistration.k8s.io/v1",
-                "kind": "ValidatingWebhookConfiguration",
-                "metadata": {"name": WEBHOOK_CONFIG},
-                "webhooks": [],
-            },
-        ):
-            path = (
-                f"/api/v1/namespaces/{OPERATOR_NAMESPACE}/secrets"
-                if obj["kind"] == "Secret"
-                else "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
-            )
-            try:
-                kube.api.request("POST", path, body=obj)
-            except ApiError as exc:
-                if exc.status != 409:
-                    raise
-        _stand_in_cert_mount(self.server)
+        prepare_cluster(Kube(KubeApi(load_client(self.server.kubeconfig))), self.server.dir / "pki")
 
     def start(self, timeout: float = 90.0) -> None:
         self.probe_port = free_port()
