@@ -47,6 +47,13 @@ GUIDED = "lp-greedy"  # greedy starting gangs in the order of the LP relaxation 
 VALUE_AWARE = "value-greedy"  # greedy taking no victim worth as much as the start (victims.py)
 DENSE = "dense-greedy"  # with a start bonus: gangs of one priority smallest first (greedy.py)
 NO_SEARCH_BELOW = 0.1  # of the budget: with less left the model is not even translated
+# Nor when the search's window would be shorter than SEARCH_NEEDS times this cycle's model build
+# (Python writing the same rows the translation writes, so a measure of the model's size on this
+# machine, now): translation, presolve and a first solution take 1.5-3 times the build from 64 to
+# 2,000 nodes, so a shorter window returns at best the hint, and its translation (0.13 s at 512
+# nodes) only delays the plan. The window is estimated as search_deadline will set it, with the
+# check of greedy's plan, still to come, as long as the build (docs/benchmarks.md section 1).
+SEARCH_NEEDS = 2.5
 REPACKS = 3  # packings of the solver's plan after the first, while some job fails to pack
 COMPACT = "compact"  # the best candidate's sizes packed again, largest topology gang first
 # Of a cycle's budget: greedy's other candidates end by then, and the LP relaxation (whose window
@@ -133,7 +140,9 @@ def _cycle(
         if topology_note:
             problem = replace(problem, topology_note=topology_note)
         model = aggregate(problem, partial(_created, snapshot))  # what the solver sees
+        building = time.perf_counter()
         built = build(model)
+        building = time.perf_counter() - building
     with timer("greedy"):
         greedy_state = greedy_plan(snapshot, problem)  # concrete already: it needs no packing
         greedy = assignment_of(greedy_state)
@@ -180,10 +189,17 @@ def _cycle(
     with timer("solve"):  # the translation; the search then runs on a worker thread
         skip = None
         if budget is not None:  # an upper bound: the search is stopped at its deadline below
-            left = start + budget - time.perf_counter()
+            at = time.perf_counter()
+            left = start + budget - at
             limit = min(limit, max(0.01, left))
+            window = search_deadline(start, budget, timer.phases["plan"] + building) - at
             if left < NO_SEARCH_BELOW * budget:
                 skip = f"no search: {max(0.0, left):.2f}s of the {budget:.2f}s budget left"
+            elif window < SEARCH_NEEDS * building:
+                skip = (
+                    f"no search: a window of {max(0.0, window):.2f}s, "
+                    f"{SEARCH_NEEDS * building:.2f}s needed"
+                )
         solving = _Solving(backend, model, built, hint, limit, s, skip)
     try:  # while the solver searches, the best greedy candidate is checked on this thread
         with timer("check"):

@@ -3,6 +3,7 @@ cluster (regressions found in review)."""
 
 import gc
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -274,6 +275,39 @@ def test_a_spent_budget_leaves_greedys_plan_without_a_search(
     assert result.stats.detail.startswith("no search:")
     assert result.chosen == "greedy" and result.violations == []
     assert "lp" not in result.phases  # no LP relaxation, no other greedy pass
+
+
+def test_no_search_when_its_window_is_shorter_than_the_model_needs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Plenty of the budget is left after greedy, but less than the search of a model this slow
+    to build needs (SEARCH_NEEDS builds): the model is not translated, greedy's plan goes out.
+    The build is slowed down to stand for a large model: what the rule reads is its duration."""
+    snap = snapshot_from_objects(synthetic_objects(16, 40, 20, 1, NOW))
+    seen = _limits(monkeypatch)
+    real_build = cycle_module.build
+
+    def slow_build(problem: Any) -> Any:
+        built = real_build(problem)
+        time.sleep(0.5)
+        return built
+
+    monkeypatch.setattr(cycle_module, "build", slow_build)
+    cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 2.0}})
+    result = cycle_module.run_cycle(snap, cfg, NOW, "cpsat")
+    assert seen == []
+    assert result.stats.detail.startswith("no search: a window of")
+    assert result.violations == []
+
+
+def test_a_window_the_model_fits_is_searched(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same cluster with its own (fast) build and the same budget is searched."""
+    snap = snapshot_from_objects(synthetic_objects(16, 40, 20, 1, NOW))
+    seen = _limits(monkeypatch)
+    cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 2.0}})
+    result = cycle_module.run_cycle(snap, cfg, NOW, "cpsat")
+    assert len(seen) == 1
+    assert not result.stats.detail.startswith("no search")
 
 
 def test_with_time_to_spare_the_other_greedy_candidates_are_tried() -> None:
