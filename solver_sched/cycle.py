@@ -28,7 +28,7 @@ from solver_sched.placement.state import PlanState
 from solver_sched.planning.check import check
 from solver_sched.planning.diff import diff
 from solver_sched.planning.pack import compact, minimize_evictions, pack
-from solver_sched.solvers.budget import auto_budget, search_deadline
+from solver_sched.solvers.budget import MARGIN, auto_budget, search_deadline
 from solver_sched.solvers.cpsat import SMALL_MODEL, Outcome, Search
 from solver_sched.solvers.greedy import (
     assignment_of,
@@ -154,10 +154,22 @@ def _cycle(
 
     variants = VARIANTS if len(built.model.names) > SMALL_MODEL else VARIANTS_SMALL
 
+    def window(at: float) -> float:
+        """The search's window if it were translated at ``at``, as search_deadline will set it
+        (with a budget): the check of greedy's plan, still to come, estimated as the build."""
+        assert budget is not None
+        return search_deadline(start, budget, timer.phases["plan"] + building) - at
+
     def room_for_another(share: float = variants) -> bool:
         """Another greedy pass (about as long as the first) fits in this share of the budget;
-        without a budget, always."""
-        return budget is None or time.perf_counter() + one_pass <= start + share * budget
+        without a budget, always. A pass after which no search could run anyway (its window
+        shorter than SEARCH_NEEDS builds) may use the budget up to the check's estimate."""
+        if budget is None:
+            return True
+        end = time.perf_counter() + one_pass
+        if backend != "greedy" and window(end) < SEARCH_NEEDS * building:
+            return end <= start + max(share, MARGIN) * budget - building
+        return end <= start + share * budget
 
     if backend != "greedy" and problem.too_large is None:
         if room_for_another():  # the candidate that pays most where the search cannot
@@ -166,10 +178,10 @@ def _cycle(
             with timer("lp"):  # which gangs the relaxation starts: greedy in that order too
                 # within its share of the budget: at L with topology on, the LP of the
                 # per-domain model took 3.5 s of a 3 s target (docs/benchmarks.md section 5)
-                window = (
+                lp_window = (
                     limit if budget is None else start + LP_SHARE * budget - time.perf_counter()
                 )
-                shares = relaxation(model, built, min(limit, window))
+                shares = relaxation(model, built, min(limit, lp_window))
             if shares is not None and room_for_another():
                 others.append(_variant(snapshot, problem, model, built, timer, GUIDED, shares))
         if problem.asks:  # never below a topology baseline's plan
@@ -192,12 +204,11 @@ def _cycle(
             at = time.perf_counter()
             left = start + budget - at
             limit = min(limit, max(0.01, left))
-            window = search_deadline(start, budget, timer.phases["plan"] + building) - at
             if left < NO_SEARCH_BELOW * budget:
                 skip = f"no search: {max(0.0, left):.2f}s of the {budget:.2f}s budget left"
-            elif window < SEARCH_NEEDS * building:
+            elif window(at) < SEARCH_NEEDS * building:
                 skip = (
-                    f"no search: a window of {max(0.0, window):.2f}s, "
+                    f"no search: a window of {max(0.0, window(at)):.2f}s, "
                     f"{SEARCH_NEEDS * building:.2f}s needed"
                 )
         solving = _Solving(backend, model, built, hint, limit, s, skip)

@@ -300,6 +300,46 @@ def test_no_search_when_its_window_is_shorter_than_the_model_needs(
     assert result.violations == []
 
 
+def test_when_no_search_could_follow_the_candidates_may_use_the_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A model slow to build (0.5 s) and greedy passes of 0.9 s in a 4 s budget: a second pass
+    would end past the small model's half of the budget, but after it no search could run
+    anyway (its window shorter than SEARCH_NEEDS builds), so value-greedy gets its pass up to
+    the check's estimate, and the search is not started."""
+    snap = snapshot_from_objects(synthetic_objects(16, 40, 20, 1, NOW))
+    seen = _limits(monkeypatch)
+    tried: list[str] = []
+    real_build, real_greedy, variant = (
+        cycle_module.build,
+        cycle_module.greedy_plan,
+        cycle_module._variant,
+    )
+
+    def slow_build(problem: Any) -> Any:
+        built = real_build(problem)
+        time.sleep(0.5)
+        return built
+
+    def slow_greedy(*a: Any, **k: Any) -> Any:
+        st = real_greedy(*a, **k)
+        time.sleep(0.9)
+        return st
+
+    def recorded_variant(*a: Any, **k: Any) -> Any:
+        tried.append(a[5])
+        return variant(*a, **k)
+
+    monkeypatch.setattr(cycle_module, "build", slow_build)
+    monkeypatch.setattr(cycle_module, "greedy_plan", slow_greedy)
+    monkeypatch.setattr(cycle_module, "_variant", recorded_variant)
+    cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 4.0}})
+    result = cycle_module.run_cycle(snap, cfg, NOW, "cpsat")
+    assert tried[:1] == [cycle_module.VALUE_AWARE]
+    assert seen == []
+    assert result.violations == []
+
+
 def test_a_window_the_model_fits_is_searched(monkeypatch: pytest.MonkeyPatch) -> None:
     """The same cluster with its own (fast) build and the same budget is searched."""
     snap = snapshot_from_objects(synthetic_objects(16, 40, 20, 1, NOW))
