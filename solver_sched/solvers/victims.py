@@ -4,7 +4,9 @@ Elastic surplus of any job first (one allowed size at a time, lowest priority fi
 gangs that one of the start's fired triggers lets it break. Take-backs that open no room for the
 gang's largest pod on their own are deferred, then taken as a group on one node
 (``grouped``). Queue floors are kept, except for the starting gang's own queues when the caller
-allows debt (greedy's refill settles it or rolls back).
+allows debt (greedy's refill settles it or rolls back). A gang that requires one topology domain
+takes its victims inside one domain (``domains_to_try``), so that a domain actually empties,
+instead of freeing room all over the cluster that no one domain adds up to.
 """
 
 from __future__ import annotations
@@ -13,10 +15,15 @@ import heapq
 from collections.abc import Callable, Hashable, Iterable, Iterator
 
 from solver_sched.domain import resources as res
+from solver_sched.domain.topology import Mode
 from solver_sched.formulation.sizes import change_to
+from solver_sched.placement.nodes import Fence
 from solver_sched.placement.state import PlanState
 
 MAX_VICTIM_STEPS = 64  # a gang that still does not fit after this many take-backs waits
+# A gang that must sit in one domain searches its victims inside one domain at a time: the first
+# DOMAINS_TRIED domains that the victims, taken in the search's order, would empty enough first.
+DOMAINS_TRIED = 3
 Freed = Callable[[int, int], dict[str, int]]  # (victim, size) -> GPUs freed per node
 
 
@@ -219,19 +226,16 @@ class Victims:
                 )
             return may_use[node]
 
-        def room(freed: dict[str, int]) -> list[str]:
-            """Nodes the gang may use where the freed GPUs open room for one of its pods."""
+        def room(freed: dict[str, int], inside: frozenset[str] | None = None) -> list[str]:
+            """Nodes the gang may use (inside the fence, when one is given) where the freed GPUs
+            open room for one of its pods."""
             return [
                 n
                 for n, g in freed.items()
-                if st.nodes.free[n].get(res.GPU, 0) + g >= per_pod and usable(n)
+                if st.nodes.free[n].get(res.GPU, 0) + g >= per_pod
+                and usable(n)
+                and (inside is None or n in inside)
             ]
-
-        def frees_a_slot(v: int, size: int) -> bool:
-            """Whether taking v down to size opens room for one pod of the gang on some node
-            (large pods need their room on one node, not spread over many). While a queue still
-            blocks the start, any take-back in it helps; once none does, only node room counts."""
-            return per_pod <= 1 or still_blocked or bool(room(released(v, size)))
 
         def steps() -> Iterator[tuple[int, int]]:
             groups = [group for key, group in self.groups.items() if useful_rows(key)]
@@ -246,56 +250,128 @@ class Victims:
                 if v != j and size_now[names[v]] > 0:
                     yield v, 0
 
-        mark = st.mark()
-        taken = 0
         # value_aware: no victim that alone gives up as much guaranteed value as the start brings
         # (with debt the refills bring more: greedy._refill settles that)
         gain = start_gain(st, j, target) if self.value_aware and not debt else None
-        still_blocked = bool(blocked)  # queue usage changes only when a victim is taken
-        todo: Iterable[tuple[int, int, bool]] = ((v, size, False) for v, size in steps())
-        while True:
-            # Take-backs that open no room alone are retried once others were taken; if none was,
-            # those that open room on one node together are taken as a group (forced: without
-            # the room test), and the rest are retried after them.
-            deferred: list[tuple[int, int]] = []
-            taken_before = taken
-            # One allowed size at a time: take back no more than needed.
-            for v, size, forced in todo:
-                if taken >= MAX_VICTIM_STEPS:
-                    break
-                if size >= st.size[jobs[v].name]:
-                    continue
-                if gain is not None and take_loss(st, v, size) >= gain:
-                    continue  # too dear alone: in no set of victims worth taking
-                if not forced and not frees_a_slot(v, size):
-                    deferred.append((v, size))
-                    continue
-                # A shrink can only break a floor; refused ones cost no node work, are not counted.
-                hits = [r for r, _ in st.quota_blocks(v, size, False, coming) if r not in own]
-                if hits:
-                    self.own_floor_refused |= not set(hits).isdisjoint(coming)
-                    continue
-                taken += 1
-                if not st.resize(v, size, check_quota=False):
-                    continue
-                self.dirty.add(self.rows[v])
+
+        def take(fence: Fence | None) -> bool:
+            """Victims, cheapest first, until j starts; inside the fence's domain when given
+            (its free GPUs must then reach the start's). Rolled back when j does not start."""
+            inside = frozenset(st.domains.members[fence]) if fence is not None else None
+            still_blocked = bool(blocked)  # queue usage changes only when a victim is taken
+
+            def frees_a_slot(v: int, size: int) -> bool:
+                """Whether taking v down to size opens room for one pod of the gang on some node
+                (large pods need their room on one node, not spread over many). While a queue
+                still blocks the start, any take-back in it helps; once none does, only node room
+                counts (in the fence: a take-back that frees nothing there does not help)."""
                 if still_blocked:
-                    still_blocked = bool(st.quota_blocks(j, target))
-                if st.nodes.gpus_free >= need and st.resize(j, target):
-                    self.taken = True
                     return True
-            if not deferred or taken >= MAX_VICTIM_STEPS:
-                break
-            if taken > taken_before:
-                todo = [(v, size, False) for v, size in deferred]
-                continue
-            group = grouped(deferred, released, room)
-            if not group:
-                break
-            rest = [(v, size, False) for v, size in deferred if (v, size) not in group]
-            todo = [(v, size, True) for v, size in group] + rest
-        st.rollback(mark)
-        return False
+                if inside is not None and inside.isdisjoint(released(v, size)):
+                    return False
+                return per_pod <= 1 or bool(room(released(v, size), inside))
+
+            def free() -> int:
+                return st.nodes.gpus_free if fence is None else st.nodes.domain_gpus(fence)
+
+            mark = st.mark()
+            taken = 0
+            todo: Iterable[tuple[int, int, bool]] = ((v, size, False) for v, size in steps())
+            while True:
+                # Take-backs that open no room alone are retried once others were taken; if none
+                # was, those that open room on one node together are taken as a group (forced:
+                # without the room test), and the rest are retried after them.
+                deferred: list[tuple[int, int]] = []
+                taken_before = taken
+                # One allowed size at a time: take back no more than needed.
+                for v, size, forced in todo:
+                    if taken >= MAX_VICTIM_STEPS:
+                        break
+                    if size >= st.size[jobs[v].name]:
+                        continue
+                    if gain is not None and take_loss(st, v, size) >= gain:
+                        continue  # too dear alone: in no set of victims worth taking
+                    if not forced and not frees_a_slot(v, size):
+                        deferred.append((v, size))
+                        continue
+                    # A shrink can only break a floor; refused ones cost no node work, are not
+                    # counted.
+                    hits = [r for r, _ in st.quota_blocks(v, size, False, coming) if r not in own]
+                    if hits:
+                        self.own_floor_refused |= not set(hits).isdisjoint(coming)
+                        continue
+                    taken += 1
+                    if not st.resize(v, size, check_quota=False):
+                        continue
+                    self.dirty.add(self.rows[v])
+                    if still_blocked:
+                        still_blocked = bool(st.quota_blocks(j, target))
+                    if free() >= need and st.resize(j, target):
+                        self.taken = True
+                        return True
+                if not deferred or taken >= MAX_VICTIM_STEPS:
+                    break
+                if taken > taken_before:
+                    todo = [(v, size, False) for v, size in deferred]
+                    continue
+                group = grouped(deferred, released, lambda freed: room(freed, inside))
+                if not group:
+                    break
+                rest = [(v, size, False) for v, size in deferred if (v, size) not in group]
+                todo = [(v, size, True) for v, size in group] + rest
+            st.rollback(mark)
+            return False
+
+        return any(take(fence) for fence in self._fences(j, target, need, steps))
+
+    def _fences(
+        self, j: int, target: int, need: int, steps: Callable[[], Iterator[tuple[int, int]]]
+    ) -> list[Fence | None]:
+        """Where the victims of j's start are sought: anywhere (None); for a gang that requires
+        one domain, the domain its kept pods are in, else the domains ``domains_to_try`` finds."""
+        st = self.st
+        name = self.names[j]
+        ask = st.problem.asks.get(name)
+        if ask is None or ask.mode is not Mode.REQUIRED:
+            return [None]
+        keep = change_to(st.snapshot, st.snapshot.jobs[name], target, st.order_of(name)).keep
+        kept = [n for p in keep if (n := st.placed.get(p.name) or p.node_name) is not None]
+        if kept:
+            found = st.domains.domains_of(ask.key, kept)
+            held = [d for d in found if d is not None]
+            return [(ask.key, held[0])] if len(found) == len(held) == 1 else []
+        return [*domains_to_try(st, self.released, ask.key, need, steps())]
+
+
+def domains_to_try(
+    st: PlanState, released: Freed, key: str, need: int, steps: Iterable[tuple[int, int]]
+) -> list[Fence]:
+    """The domains of level ``key`` where a start of ``need`` GPUs seeks its victims: walking the
+    victims in the search's order (cheapest first), the first DOMAINS_TRIED domains whose free
+    GPUs plus what the victims so far free there reach ``need``. So the domain whose room costs
+    the cheapest victims comes first, and the search empties one domain rather than freeing room
+    across many. An estimate (per node fit is left to the search)."""
+    of = st.domains.of.get(key, {})
+    room = {d: st.nodes.domain_gpus((key, d)) for d in st.domains.domains(key)}
+    freed: dict[tuple[tuple[str, ...], int], int] = {}  # (domain, victim) -> GPUs freed there
+    found: list[Fence] = []
+    for v, size in steps:
+        here: dict[tuple[str, ...], int] = {}
+        for node, g in released(v, size).items():
+            d = of.get(node)
+            if d is not None:
+                here[d] = here.get(d, 0) + g
+        for d, g in here.items():
+            before = freed.get((d, v), 0)  # a smaller size of v frees what a larger one did
+            if d in room and g > before:
+                freed[(d, v)] = g
+                room[d] += g - before
+                if room[d] >= need:
+                    del room[d]
+                    found.append((key, d))
+                    if len(found) == DOMAINS_TRIED:
+                        return found
+    return found
 
 
 def start_gain(st: PlanState, j: int, target: int) -> int:

@@ -5,9 +5,16 @@ from typing import Any
 
 import pytest
 
+from solver_sched.cycle import run_cycle
+from solver_sched.domain.topology import Topology
 from solver_sched.formulation.prepare import prepare
+from solver_sched.io import manifests as m
+from solver_sched.placement.state import PlanState
 from solver_sched.solvers import cpsat, greedy, victims
 from solver_sched.solvers.result import SolveStatus
+from tests.placement.test_topology import LEVELS, RACK, REQ, domains_of
+from tests.placement.test_topology import cfg as rack_cfg
+from tests.placement.test_topology import racks as rack_nodes
 from tests.support.builders import (
     NOW,
     config,
@@ -247,3 +254,69 @@ def test_the_cycle_emits_the_value_aware_plan_when_it_is_the_best(
     assert result.chosen == "value-greedy"
     assert workers_after(snap, result.plan)["team-b/b"] == 1
     assert plan(snap, "greedy").chosen == "greedy"  # the greedy backend: queue order alone
+
+
+def _rack_cluster(racks: int, per_rack: int, priorities: dict[str, int] | None = None) -> Any:
+    """``racks`` racks of ``per_rack`` 8-GPU nodes, each node held by a one-pod 8-GPU gang (its
+    priority 0 unless ``priorities`` names its node), and a priority-1000 gang of ``per_rack``
+    8-GPU pods that requires one rack. The gangs are named so that the search's order (priority,
+    then name) visits the racks in turn: one node of each rack, then the next node of each."""
+    layout = {f"n{r:02d}-{i}": ("b1", f"r{r:02d}") for r in range(racks) for i in range(per_rack)}
+    objs: list[Any] = [rack_nodes(layout, gpus=8)]
+    for i in range(per_rack):
+        for r in range(racks):
+            where = f"n{r:02d}-{i}"
+            prio = (priorities or {}).get(where, 0)
+            objs.append(m.gang(f"low{i}-{r:02d}", 1, gpus=8, running_on=[where], priority=prio))
+    objs.append(m.gang("big", per_rack, gpus=8, priority=1000, annotations=REQ))
+    return snapshot(*objs)
+
+
+def _racks_of_jobs(snap: Any, jobs: set[str]) -> set[str]:
+    return {
+        snap.nodes[snap.pods[p].node_name].labels[RACK] for j in jobs for p in snap.jobs[j].pods
+    }
+
+
+def test_a_required_gang_empties_one_rack_instead_of_freeing_room_in_every_rack() -> None:
+    """30 racks of 4 busy nodes: freeing room in the search's order (one node per rack in turn)
+    reaches a free rack only after 91 take-backs, past MAX_VICTIM_STEPS, so the gang waited. Its
+    victims are now sought one rack at a time: 4 gangs of one rack go, and only those."""
+    snap = _rack_cluster(30, 4)
+    result = run_cycle(snap, rack_cfg(), NOW, "greedy")
+    assert result.violations == []
+    assert workers_after(snap, result.plan)["default/big"] == 4
+    ((_, rack),) = domains_of(snap, result.plan, "default/big", RACK)
+    evicted = {e.job for e in result.plan.evictions}
+    assert len(evicted) == 4
+    assert _racks_of_jobs(snap, evicted) == {rack}
+
+
+def test_the_rack_whose_victims_are_cheapest_is_emptied() -> None:
+    """Rack r00, first in the search's order, holds a priority-50 gang; r01 only priority-0
+    ones: the gang goes to r01 and breaks nothing of priority 50."""
+    snap = _rack_cluster(2, 2, priorities={"n00-1": 50})
+    result = run_cycle(snap, rack_cfg(), NOW, "greedy")
+    assert result.violations == []
+    assert workers_after(snap, result.plan)["default/big"] == 2
+    assert domains_of(snap, result.plan, "default/big", RACK) == {("b1", "r01")}
+    assert {e.job for e in result.plan.evictions} == {"default/low0-01", "default/low1-01"}
+
+
+def test_domains_to_try_names_racks_in_the_order_their_victims_free_enough() -> None:
+    """Walking the victims in the search's order (priority, then name), r01's two priority-0
+    gangs free 16 GPUs before r00's priority-50 one is reached, then r02's and r03's: at most
+    DOMAINS_TRIED racks are named, r00 not among them."""
+    snap = _rack_cluster(5, 2, priorities={"n00-1": 50})
+    c = rack_cfg()
+    problem = prepare(snap, c.weights, c.settings, NOW, Topology(LEVELS))
+    st = PlanState(snap, problem)
+    v = victims.Victims(st, greedy.queue_order(problem))
+    running = [j for j, jm in enumerate(problem.jobs) if jm.current]
+    steps = [
+        (j, 0)
+        for j in sorted(running, key=lambda j: (problem.jobs[j].priority, problem.jobs[j].name))
+    ]
+    found = victims.domains_to_try(st, v.released, RACK, 16, steps)
+    assert found == [(RACK, ("b1", r)) for r in ("r01", "r02", "r03")]
+    assert victims.domains_to_try(st, v.released, RACK, 24, steps) == []  # no rack holds 24
