@@ -5,6 +5,7 @@ goes where its pods fit, runs there, and fails over when that member stops."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -159,10 +160,11 @@ def run_fleet_demo(
         try:
             _story(Scene(f, out), root / "models" / "fleet")
         except (AssertionError, ApiError) as exc:
-            out(f"fleet demo step failed: {exc}")
+            out(f"fleet demo step failed: {exc} (logs kept in {work})")
             return 1
         finally:
             proc.terminate()
             proc.wait(timeout=30)
+    shutil.rmtree(work, ignore_errors=True)  # three API servers' etcd data: hundreds of MB
     out("fleet stopped. Done.")
     return 0
