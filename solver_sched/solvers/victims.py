@@ -5,8 +5,9 @@ gangs that one of the start's fired triggers lets it break. Take-backs that open
 gang's largest pod on their own are deferred, then taken as a group on one node
 (``grouped``). Queue floors are kept, except for the starting gang's own queues when the caller
 allows debt (greedy's refill settles it or rolls back). A gang that requires one topology domain
-takes its victims inside one domain (``domains_to_try``), so that a domain actually empties,
-instead of freeing room all over the cluster that no one domain adds up to.
+and finds no victims that way takes them inside one domain at a time (``domains_to_try``), so
+that a domain actually empties, instead of room freed all over the cluster that no one domain
+adds up to.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from solver_sched.placement.nodes import Fence
 from solver_sched.placement.state import PlanState
 
 MAX_VICTIM_STEPS = 64  # a gang that still does not fit after this many take-backs waits
-# A gang that must sit in one domain searches its victims inside one domain at a time: the first
-# DOMAINS_TRIED domains that the victims, taken in the search's order, would empty enough first.
+# A gang that must sit in one domain, when the search anywhere fails, searches inside one domain
+# at a time: the first DOMAINS_TRIED domains the victims, in the search's order, free enough in.
 DOMAINS_TRIED = 3
 Freed = Callable[[int, int], dict[str, int]]  # (victim, size) -> GPUs freed per node
 
