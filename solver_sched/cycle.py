@@ -160,21 +160,22 @@ def _cycle(
         assert budget is not None
         return search_deadline(start, budget, timer.phases["plan"] + building) - at
 
-    def room_for_another(share: float = variants) -> bool:
+    def room_for_another(share: float = variants, past_share: bool = True) -> bool:
         """Another greedy pass (about as long as the first) fits in this share of the budget;
         without a budget, always. A pass after which no search could run anyway (its window
-        shorter than SEARCH_NEEDS builds) may use the budget up to the check's estimate."""
+        shorter than SEARCH_NEEDS builds) may use the budget up to the check's estimate, unless
+        ``past_share`` is False (the LP relaxation, whose own window is its share)."""
         if budget is None:
             return True
         end = time.perf_counter() + one_pass
-        if backend != "greedy" and window(end) < SEARCH_NEEDS * building:
+        if past_share and backend != "greedy" and window(end) < SEARCH_NEEDS * building:
             return end <= start + max(share, MARGIN) * budget - building
         return end <= start + share * budget
 
     if backend != "greedy" and problem.too_large is None:
         if room_for_another():  # the candidate that pays most where the search cannot
             others.append(_variant(snapshot, problem, model, built, timer, VALUE_AWARE))
-        if s.lp_guide and room_for_another(LP_SHARE):
+        if s.lp_guide and room_for_another(LP_SHARE, past_share=False):
             with timer("lp"):  # which gangs the relaxation starts: greedy in that order too
                 # within its share of the budget: at L with topology on, the LP of the
                 # per-domain model took 3.5 s of a 3 s target (docs/benchmarks.md section 5)

@@ -340,6 +340,33 @@ def test_when_no_search_could_follow_the_candidates_may_use_the_budget(
     assert result.violations == []
 
 
+def test_the_lp_relaxation_keeps_to_its_share_when_no_search_could_follow(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """As above with greedy passes of 0.6 s: value-greedy's pass ends past half the budget, where
+    the LP relaxation's own window (its share, LP_SHARE) is gone: it is not built, although a
+    greedy pass could still run up to the check's estimate."""
+    snap = snapshot_from_objects(synthetic_objects(16, 40, 20, 1, NOW))
+    real_build, real_greedy = cycle_module.build, cycle_module.greedy_plan
+
+    def slow_build(problem: Any) -> Any:
+        built = real_build(problem)
+        time.sleep(0.5)
+        return built
+
+    def slow_greedy(*a: Any, **k: Any) -> Any:
+        st = real_greedy(*a, **k)
+        time.sleep(0.6)
+        return st
+
+    monkeypatch.setattr(cycle_module, "build", slow_build)
+    monkeypatch.setattr(cycle_module, "greedy_plan", slow_greedy)
+    cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 4.0}})
+    result = cycle_module.run_cycle(snap, cfg, NOW, "cpsat")
+    assert "lp" not in result.phases
+    assert result.violations == []
+
+
 def test_a_window_the_model_fits_is_searched(monkeypatch: pytest.MonkeyPatch) -> None:
     """The same cluster with its own (fast) build and the same budget is searched."""
     snap = snapshot_from_objects(synthetic_objects(16, 40, 20, 1, NOW))
