@@ -20,6 +20,7 @@ from tests.support.builders import (
     config,
     gang,
     node,
+    other,
     plan,
     pod,
     pod_group,
@@ -320,3 +321,67 @@ def test_domains_to_try_names_racks_in_the_order_their_victims_free_enough() -> 
     found = victims.domains_to_try(st, v.released, RACK, 16, steps)
     assert found == [(RACK, ("b1", r)) for r in ("r01", "r02", "r03")]
     assert victims.domains_to_try(st, v.released, RACK, 24, steps) == []  # no rack holds 24
+
+
+def _three_racks() -> PlanState:
+    """Racks r00 (a0, a1), r01 (b0, b1), r02 (c0, c1) of 8-GPU nodes, all taken by another
+    scheduler's pods but for 4 GPUs of c1; one pending gang that requires a rack."""
+    layout = {
+        n: ("b1", r)
+        for r, ns in (("r00", "a"), ("r01", "b"), ("r02", "c"))
+        for n in (ns + "0", ns + "1")
+    }
+    held = [other(f"sys-{n}", n, 4 if n == "c1" else 8) for n in layout]
+    snap = snapshot(rack_nodes(layout, gpus=8), *held, m.gang("g", 1, gpus=8, annotations=REQ))
+    c = rack_cfg()
+    return PlanState(snap, prepare(snap, c.weights, c.settings, NOW, Topology(LEVELS)))
+
+
+def test_domains_to_try_sums_each_victims_nodes_and_counts_a_smaller_size_once() -> None:
+    """A hand-made ``released`` (victim, size) -> GPUs per node: victim 1 frees 4 + 4 in r00,
+    victim 2 4 then 8 in r01 as it goes down from size 4 to 0 (8 in all, not 12), victim 3 8 in
+    r02, which had 4 free: r02 reaches 12 first, then r00 (victim 5), then r01 (victim 6)."""
+    st = _three_racks()
+    freed = {
+        (1, 0): {"a0": 4, "a1": 4},
+        (2, 4): {"b0": 4},
+        (3, 0): {"c0": 8},
+        (2, 0): {"b0": 8},
+        (5, 0): {"a1": 4},
+        (6, 0): {"b1": 4},
+    }
+    steps = list(freed)
+
+    def released(v: int, size: int) -> dict[str, int]:
+        return freed[(v, size)]
+
+    rack = [(RACK, ("b1", r)) for r in ("r00", "r01", "r02")]
+    assert victims.domains_to_try(st, released, RACK, 12, steps) == [rack[2], rack[0], rack[1]]
+    assert victims.domains_to_try(st, released, RACK, 8, steps[:1]) == [rack[0]]  # 4 + 4
+    assert victims.domains_to_try(st, released, RACK, 9, steps[:1]) == []  # not 9
+    # r01 by victim 2 alone: 8 GPUs at size 0, not the 4 + 8 of both sizes
+    assert victims.domains_to_try(st, released, RACK, 12, [steps[1], steps[3]]) == []
+    assert victims.domains_to_try(st, released, RACK, 8, [steps[1], steps[3]]) == [rack[1]]
+
+
+def test_a_partial_required_gang_takes_its_victims_in_its_own_rack() -> None:
+    """A gang of 4 whole-node pods requiring a rack runs 2 pods in r05 (partial); 30 racks of 4
+    nodes, every other node held by a priority-0 gang named so the search visits one node per
+    rack in turn. Searching anywhere runs out of steps before r05's two nodes are free; in its
+    own rack the search takes exactly those two."""
+    layout = {f"n{r:02d}-{i}": ("b1", f"r{r:02d}") for r in range(30) for i in range(4)}
+    objs: list[Any] = [rack_nodes(layout, gpus=8)]
+    for i in range(4):
+        for r in range(30):
+            if r == 5 and i < 2:
+                continue
+            where = f"n{r:02d}-{i}"
+            objs.append(m.gang(f"low{i}-{r:02d}", 1, gpus=8, running_on=[where], priority=0))
+    objs.append(
+        m.gang("big", 4, gpus=8, priority=1000, annotations=REQ, running_on=["n05-0", "n05-1"])
+    )
+    snap = snapshot(*objs)
+    result = run_cycle(snap, rack_cfg(), NOW, "greedy")
+    assert result.violations == []
+    assert workers_after(snap, result.plan)["default/big"] == 4
+    assert {e.job for e in result.plan.evictions} == {"default/low2-05", "default/low3-05"}
