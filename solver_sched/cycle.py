@@ -140,9 +140,9 @@ def _cycle(
         if topology_note:
             problem = replace(problem, topology_note=topology_note)
         model = aggregate(problem, partial(_created, snapshot))  # what the solver sees
-        building = time.perf_counter()
+        build_start = time.perf_counter()
         built = build(model)
-        building = time.perf_counter() - building
+        building = time.perf_counter() - build_start
     with timer("greedy"):
         greedy_state = greedy_plan(snapshot, problem)  # concrete already: it needs no packing
         greedy = assignment_of(greedy_state)
@@ -169,7 +169,7 @@ def _cycle(
             return True
         end = time.perf_counter() + one_pass
         if past_share and backend != "greedy" and window(end) < SEARCH_NEEDS * building:
-            return end <= start + max(share, MARGIN) * budget - building
+            return end <= start + MARGIN * budget - building
         return end <= start + share * budget
 
     if backend != "greedy" and problem.too_large is None:
