@@ -277,6 +277,25 @@ def test_a_spent_budget_leaves_greedys_plan_without_a_search(
     assert "lp" not in result.phases  # no LP relaxation, no other greedy pass
 
 
+def _slowed(monkeypatch: pytest.MonkeyPatch, build: float, greedy: float = 0.0) -> None:
+    """The model build and every greedy pass take at least these seconds longer: they stand for
+    a larger model and cluster, since what the budget rules read is how long those took."""
+    real_build, real_greedy = cycle_module.build, cycle_module.greedy_plan
+
+    def slow_build(problem: Any) -> Any:
+        built = real_build(problem)
+        time.sleep(build)
+        return built
+
+    def slow_greedy(*a: Any, **k: Any) -> Any:
+        st = real_greedy(*a, **k)
+        time.sleep(greedy)
+        return st
+
+    monkeypatch.setattr(cycle_module, "build", slow_build)
+    monkeypatch.setattr(cycle_module, "greedy_plan", slow_greedy)
+
+
 def test_no_search_when_its_window_is_shorter_than_the_model_needs(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -285,14 +304,7 @@ def test_no_search_when_its_window_is_shorter_than_the_model_needs(
     The build is slowed down to stand for a large model: what the rule reads is its duration."""
     snap = snapshot_from_objects(synthetic_objects(16, 40, 20, 1, NOW))
     seen = _limits(monkeypatch)
-    real_build = cycle_module.build
-
-    def slow_build(problem: Any) -> Any:
-        built = real_build(problem)
-        time.sleep(0.5)
-        return built
-
-    monkeypatch.setattr(cycle_module, "build", slow_build)
+    _slowed(monkeypatch, build=0.5)
     cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 2.0}})
     result = cycle_module.run_cycle(snap, cfg, NOW, "cpsat")
     assert seen == []
@@ -310,28 +322,13 @@ def test_when_no_search_could_follow_the_candidates_may_use_the_budget(
     snap = snapshot_from_objects(synthetic_objects(16, 40, 20, 1, NOW))
     seen = _limits(monkeypatch)
     tried: list[str] = []
-    real_build, real_greedy, variant = (
-        cycle_module.build,
-        cycle_module.greedy_plan,
-        cycle_module._variant,
-    )
-
-    def slow_build(problem: Any) -> Any:
-        built = real_build(problem)
-        time.sleep(0.5)
-        return built
-
-    def slow_greedy(*a: Any, **k: Any) -> Any:
-        st = real_greedy(*a, **k)
-        time.sleep(0.9)
-        return st
+    variant = cycle_module._variant
 
     def recorded_variant(*a: Any, **k: Any) -> Any:
         tried.append(a[5])
         return variant(*a, **k)
 
-    monkeypatch.setattr(cycle_module, "build", slow_build)
-    monkeypatch.setattr(cycle_module, "greedy_plan", slow_greedy)
+    _slowed(monkeypatch, build=0.5, greedy=0.9)
     monkeypatch.setattr(cycle_module, "_variant", recorded_variant)
     cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 4.0}})
     result = cycle_module.run_cycle(snap, cfg, NOW, "cpsat")
@@ -347,20 +344,7 @@ def test_the_lp_relaxation_keeps_to_its_share_when_no_search_could_follow(
     the LP relaxation's own window (its share, LP_SHARE) is gone: it is not built, although a
     greedy pass could still run up to the check's estimate."""
     snap = snapshot_from_objects(synthetic_objects(16, 40, 20, 1, NOW))
-    real_build, real_greedy = cycle_module.build, cycle_module.greedy_plan
-
-    def slow_build(problem: Any) -> Any:
-        built = real_build(problem)
-        time.sleep(0.5)
-        return built
-
-    def slow_greedy(*a: Any, **k: Any) -> Any:
-        st = real_greedy(*a, **k)
-        time.sleep(0.6)
-        return st
-
-    monkeypatch.setattr(cycle_module, "build", slow_build)
-    monkeypatch.setattr(cycle_module, "greedy_plan", slow_greedy)
+    _slowed(monkeypatch, build=0.5, greedy=0.6)
     cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 4.0}})
     result = cycle_module.run_cycle(snap, cfg, NOW, "cpsat")
     assert "lp" not in result.phases
