@@ -89,7 +89,7 @@ def cluster_objects(seed: int) -> list[dict[str, Any]]:
 def anywhere_only() -> Iterator[None]:
     """Greedy's victim search without its domain step (the ablation)."""
     real = victims.Victims._fences
-    victims.Victims._fences = lambda self, *a: [None]  # type: ignore[method-assign]
+    victims.Victims._fences = lambda self, *a: iter([None])  # type: ignore[method-assign]
     try:
         yield
     finally:

@@ -327,27 +327,32 @@ class Victims:
 
     def _fences(
         self, j: int, target: int, need: int, steps: Callable[[], Iterator[tuple[int, int]]]
-    ) -> list[Fence | None]:
-        """Where the victims of j's start are sought: anywhere (None); for a gang that requires
-        one domain, anywhere first, then the domain its kept pods are in or else the domains
-        ``domains_to_try`` finds. Anywhere first: where that succeeds, the room it frees beyond
-        the gang's domain is either given back (minimize_evictions) or used by later starts,
-        which the model values (on rack16 and rack32 dev seeds, fenced first lost 2.5-3.5% of
-        the objective on 2 of 24 instances); where it fails, one domain at a time."""
+    ) -> Iterator[Fence | None]:
+        """Where the victims of j's start are sought, in turn: anywhere (None); for a gang that
+        requires one domain, anywhere first, then the domain its kept pods are in or else the
+        domains ``domains_to_try`` finds (walked only once the search anywhere has failed).
+        Anywhere first: where that succeeds, the room it frees beyond the gang's domain is either
+        given back (minimize_evictions) or used by later starts, which the model values (on
+        rack16 and rack32 dev seeds, fenced first lost 2.5-3.5% of the objective on 2 of 24
+        instances); where it fails, one domain at a time."""
         st = self.st
         name = self.names[j]
         ask = st.problem.asks.get(name)
         if ask is None or ask.mode is not Mode.REQUIRED:
-            return [None]
+            yield None
+            return
         keep = change_to(st.snapshot, st.snapshot.jobs[name], target, st.order_of(name)).keep
         kept = [n for p in keep if (n := st.placed.get(p.name) or p.node_name) is not None]
         if kept:
             found = st.domains.domains_of(ask.key, kept)
             held = [d for d in found if d is not None]
             if len(found) != 1 or len(held) != 1:
-                return []  # split (or outside every domain): placement grows it nowhere
-            return [None, (ask.key, held[0])]
-        return [None, *domains_to_try(st, self.released, ask.key, need, steps())]
+                return  # split (or outside every domain): placement grows it nowhere
+            yield None
+            yield (ask.key, held[0])
+            return
+        yield None
+        yield from domains_to_try(st, self.released, ask.key, need, steps())
 
 
 def domains_to_try(
