@@ -71,6 +71,9 @@ class NodeState:
         self._fences: dict[Fence, frozenset[str]] = {}
         self._domain_gpus: dict[Fence, int] = {}  # free GPUs per tracked domain
         self._fences_of: dict[str, list[Fence]] = defaultdict(list)
+        # Every node that got room back, in order (repeats included): room elsewhere only
+        # shrinks, so what was out of reach on those others stays out of reach (victims.py).
+        self.given: list[str] = []
 
     def track(self, members: Mapping[Fence, tuple[str, ...]]) -> None:
         """Keep the free GPUs of these topology domains (their schedulable nodes)."""
@@ -148,6 +151,7 @@ class NodeState:
     def give_back(self, pod: Pod, node: str) -> None:
         before = self.free[node].get(res.GPU, 0)
         self.free[node] = res.add(self.free[node], pod.requests)
+        self.given.append(node)
         for pool in self._pools_of.get(node, ()):
             pool.grown += 1  # a pick that failed may fit now, on this node
             pool.dead.discard(node)

@@ -13,7 +13,7 @@ adds up to.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 
 from solver_sched.domain import resources as res
 from solver_sched.domain.topology import Mode
@@ -26,6 +26,7 @@ MAX_VICTIM_STEPS = 64  # a gang that still does not fit after this many take-bac
 # at a time: the first DOMAINS_TRIED domains the victims, in the search's order, free enough in.
 DOMAINS_TRIED = 3
 Freed = Callable[[int, int], dict[str, int]]  # (victim, size) -> GPUs freed per node
+Vectors = Mapping[str, Mapping[str, int]]  # node -> resources freed there
 
 
 class Victims:
@@ -67,8 +68,12 @@ class Victims:
         self.dirty: set[tuple[int, ...]] = set()  # queue rows of the victims taken since then
         self.own_floor_refused = False  # the last start was refused victims by its queues' floors
         self._released: dict[tuple[int, int, int], dict[str, int]] = {}
+        self._released_all: dict[tuple[int, int, int], dict[str, dict[str, int]]] = {}
         self._failed: dict[Hashable, tuple[int, bool]] = {}  # demand -> (plan version, refused)
         self._failed_smaller: dict[Hashable, tuple[int, int]] = {}  # -> (version, fewest pods)
+        # Searches no victim could help, by what they depend on: what all their victims freed
+        # per node, and how far the nodes' record of room given back was read (_out_of_reach).
+        self._unreachable: dict[Hashable, tuple[Vectors, int]] = {}
         self.smaller = {  # positive sizes a shrinkable job may take, largest first
             v: sorted((o.size for o in jobs[v].options[1:]), reverse=True) for v in self.shrinkable
         }
@@ -77,17 +82,26 @@ class Victims:
         """GPUs per node that taking v down to size frees. Cached by v's size now: the pods a
         plan has evicted of v are those its size leaves out, so nothing else changes it."""
         st = self.st
+        key = (v, size, st.size[self.names[v]])
+        out = self._released.get(key)
+        if out is None:
+            vectors = self.released_all(v, size)
+            out = self._released[key] = {n: vec.get(res.GPU, 0) for n, vec in vectors.items()}
+        return out
+
+    def released_all(self, v: int, size: int) -> dict[str, dict[str, int]]:
+        """``released`` with every resource: what the freed pods request, per node."""
+        st = self.st
         name = self.names[v]
         key = (v, size, st.size[name])
-        out = self._released.get(key)
+        out = self._released_all.get(key)
         if out is None:
             out = {}
             job = st.snapshot.jobs[name]
             for pod in change_to(st.snapshot, job, size, st.order_of(name)).evict:
                 if pod.name not in st.evicted and pod.node_name in st.nodes.free:
-                    node = pod.node_name
-                    out[node] = out.get(node, 0) + pod.requests.get(res.GPU, 0)
-            self._released[key] = out
+                    res.add_into(out.setdefault(pod.node_name, {}), pod.requests)
+            self._released_all[key] = out
         return out
 
     def _breakable(self, fired: frozenset[str]) -> dict[tuple[int, ...], list[int]]:
@@ -227,15 +241,19 @@ class Victims:
                 )
             return may_use[node]
 
-        def room(freed: dict[str, int], inside: frozenset[str] | None = None) -> list[str]:
-            """Nodes the gang may use (inside the fence, when one is given) where the freed GPUs
-            open room for one of its pods."""
+        def room(freed: Vectors, inside: frozenset[str] | None = None) -> list[str]:
+            """Nodes the gang may use (inside the fence, when one is given) where what is freed
+            (per node) opens room for its largest pod: its GPUs first, then all it requests (on
+            nodes whose CPU or memory other pods hold, GPUs alone are not room)."""
+            free = st.nodes.free
             return [
                 n
-                for n, g in freed.items()
-                if st.nodes.free[n].get(res.GPU, 0) + g >= per_pod
+                for n, vec in freed.items()
+                if free[n].get(res.GPU, 0) + vec.get(res.GPU, 0) >= per_pod
                 and usable(n)
                 and (inside is None or n in inside)
+                and largest is not None
+                and res.fits(largest.requests, res.add(free[n], vec))
             ]
 
         def steps() -> Iterator[tuple[int, int]]:
@@ -270,13 +288,31 @@ class Victims:
                     return True
                 if inside is not None and inside.isdisjoint(released(v, size)):
                     return False
-                return per_pod <= 1 or bool(room(released(v, size), inside))
+                return per_pod <= 1 or bool(room(self.released_all(v, size), inside))
 
             def free() -> int:
                 return st.nodes.gpus_free if fence is None else st.nodes.domain_gpus(fence)
 
+            # A pending gang's search that no victim could help (none frees room for its pod alone
+            # nor all together on one node) is not walked again while it depends on the same
+            # things (its victims follow from the triggers and the queues at their floor) and no
+            # node it could use got room back (_out_of_reach).
+            demand = (per_pod, largest.constraints if largest else None, jobs[j].clusters)
+            memo = (
+                (*demand, frozenset(fired), debt, fence, frozenset(at_floor))
+                if largest is not None
+                and per_pod > 1
+                and gain is None
+                and not blocked
+                and not jobs[j].current
+                and not st.size[jobs[j].name]
+                else None
+            )
+            if memo is not None and self._out_of_reach(memo, lambda freed: room(freed, inside)):
+                return False
             mark = st.mark()
             taken = 0
+            helped = False  # some take-back opened room alone
             todo: Iterable[tuple[int, int, bool]] = ((v, size, False) for v, size in steps())
             while True:
                 # Take-backs that open no room alone are retried once others were taken; if none
@@ -295,6 +331,7 @@ class Victims:
                     if not forced and not frees_a_slot(v, size):
                         deferred.append((v, size))
                         continue
+                    helped = True  # (even if the floors refuse it: they may not later)
                     # A shrink can only break a floor; refused ones cost no node work, are not
                     # counted.
                     hits = [r for r, _ in st.quota_blocks(v, size, False, coming) if r not in own]
@@ -315,8 +352,11 @@ class Victims:
                 if taken > taken_before:
                     todo = [(v, size, False) for v, size in deferred]
                     continue
-                group = grouped(deferred, released, lambda freed: room(freed, inside))
+                most = most_freed(deferred, self.released_all)
+                group = grouped(deferred, released, lambda freed: room(freed, inside), most)
                 if not group:
+                    if memo is not None and not helped:
+                        self._unreachable[memo] = (most, len(st.nodes.given))
                     break
                 rest = [(v, size, False) for v, size in deferred if (v, size) not in group]
                 todo = [(v, size, True) for v, size in group] + rest
@@ -324,6 +364,22 @@ class Victims:
             return False
 
         return any(take(fence) for fence in self._fences(j, target, need, steps))
+
+    def _out_of_reach(self, memo: Hashable, room: Callable[[Vectors], list[str]]) -> bool:
+        """Whether a search that no victim could help fails again the same way. Since it failed,
+        its victims' GPUs on each node can only have gone (taken back by other starts, which then
+        gave them back as room on that node, or bound other pods) and the nodes' room only shrunk,
+        except on the nodes given room back since: it still fails unless on one of those the room
+        now plus what its victims freed then opens room for its pod (``room``)."""
+        hit = self._unreachable.get(memo)
+        if hit is None:
+            return False
+        most, seen = hit
+        given = self.st.nodes.given
+        if room({n: most.get(n, {}) for n in set(given[seen:])}):
+            return False
+        self._unreachable[memo] = (most, len(given))
+        return True
 
     def _fences(
         self, j: int, target: int, need: int, steps: Callable[[], Iterator[tuple[int, int]]]
@@ -429,13 +485,31 @@ def take_loss(st: PlanState, v: int, size: int) -> int:
     return loss
 
 
+def most_freed(
+    steps: list[tuple[int, int]], released: Callable[[int, int], Vectors]
+) -> dict[str, dict[str, int]]:
+    """Node -> what all these take-backs free there (each victim at its smallest size)."""
+    smallest: dict[int, int] = {}
+    for v, size in steps:
+        smallest[v] = min(size, smallest.get(v, size))
+    most: dict[str, dict[str, int]] = {}
+    for v, size in smallest.items():
+        for node, vec in released(v, size).items():
+            res.add_into(most.setdefault(node, {}), vec)
+    return most
+
+
 def grouped(
-    steps: list[tuple[int, int]], released: Freed, room: Callable[[dict[str, int]], list[str]]
+    steps: list[tuple[int, int]],
+    released: Freed,
+    room: Callable[[Vectors], list[str]],
+    most: Vectors,
 ) -> list[tuple[int, int]]:
     """Deferred take-backs that together open room for the gang's largest pod on a node it may
-    use (``room``: the nodes where the GPUs freed open room): every deferred victim with pods
-    there, on the node where that means the fewest breaks, then the fewest victims; each at the
-    largest deferred size that frees as much there."""
+    use (``room``: the nodes where the GPUs freed open room; ``most``: what all of them free per
+    node, most_freed): every deferred victim with pods there, on the node where that means the
+    fewest breaks, then the fewest victims; each at the largest deferred size that frees as much
+    there."""
     sizes: dict[int, list[int]] = {}
     for v, size in steps:
         sizes.setdefault(v, []).append(size)
@@ -446,10 +520,6 @@ def grouped(
             cache[(v, size)] = released(v, size)
         return cache[(v, size)]
 
-    most: dict[str, int] = {}  # node -> GPUs all deferred take-backs free there
-    for v, ss in sizes.items():
-        for node, g in freed(v, min(ss)).items():
-            most[node] = most.get(node, 0) + g
     best: tuple[tuple[int, int, str], list[tuple[int, int]]] | None = None
     for node in room(most):
         group = []

@@ -208,6 +208,69 @@ def test_a_failed_start_is_searched_again_once_the_plan_changed() -> None:
     assert st.placed == {"default/p2-worker-0": "n"}
 
 
+def test_a_search_no_victim_could_help_is_not_walked_again_until_a_node_gets_room_back() -> None:
+    """p1 and p2 (one 8-GPU pod each) may only shrink e1, which frees 4 GPUs on a beside pin's 4:
+    p1's search fails with nothing to take. After q binds on b (the plan changed, no node got
+    room back) p2 fails without walking its victims again; once pin is gone from a, a got room
+    back, and p2 is searched again and starts there, shrinking e1. (hi's trigger, which lets
+    pin be broken, is not fired for p1 and p2.)"""
+    el = {"gpus": 4, "min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
+    snap = snapshot(
+        *(node(n, gpus=8) for n in "abf"),
+        gang("pin", 1, gpus=4, running_on=["a"], priority=1000),
+        gang("fb", 1, gpus=4, running_on=["b"], priority=1000),
+        gang("ff", 1, gpus=4, running_on=["f"], priority=1000),
+        gang("e1", 2, running_on=["f", "a"], **el),
+        gang("p1", 1, gpus=8),
+        gang("p2", 1, gpus=8),
+        gang("q", 1, gpus=2),
+        gang("hi", 1, gpus=16, priority=2000),  # may break pin (so pin may go); never fits
+    )
+    cfg = config()
+    problem = prepare(snap, cfg.weights, cfg.settings, NOW)
+    st = greedy.PlanState(snap, problem)
+    index = {jm.name: j for j, jm in enumerate(problem.jobs)}
+    v = victims.Victims(st, list(range(len(problem.jobs))))
+    walked: list[int] = []
+    released = v.released_all
+    v.released_all = lambda *a: walked.append(a[0]) or released(*a)  # type: ignore[method-assign]
+    p1, p2, e1 = index["default/p1"], index["default/p2"], index["default/e1"]
+    assert not v.start(p1, 1, set())
+    assert set(walked) == {e1}
+    seen = len(walked)
+    assert st.resize(index["default/q"], 1)
+    assert st.placed == {"default/q-worker-0": "b"}
+    assert not v.start(p2, 1, set())
+    assert len(walked) == seen  # out of reach still: not walked
+    assert st.resize(index["default/pin"], 0, check_quota=False)  # a gets room back
+    assert v.start(p2, 1, set())
+    assert st.placed["default/p2-worker-0"] == "a"
+    assert st.size["default/e1"] == 1
+
+
+def test_a_take_back_frees_no_room_where_other_pods_hold_the_cpu() -> None:
+    """Shrinking e1 frees 8 GPUs on a, but another scheduler's pod holds 62 of a's 64 CPUs, so
+    p's pod (4 CPUs) still cannot run there: e1 is not taken, e2 (next in the search, freeing d)
+    is, and p starts on d."""
+    el = {"gpus": 8, "min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
+    snap = snapshot(
+        *(node(n, gpus=8) for n in "abcd"),
+        pod("hog", gpus=0, cpu="62", node_name="a", scheduler="default-scheduler"),
+        gang("e1", 2, running_on=["b", "a"], **el),
+        gang("e2", 2, running_on=["c", "d"], priority=10, **el),
+        gang("p", 1, gpus=8, priority=100),
+    )
+    cfg = config()
+    problem = prepare(snap, cfg.weights, cfg.settings, NOW)
+    st = greedy.PlanState(snap, problem)
+    index = {jm.name: j for j, jm in enumerate(problem.jobs)}
+    order = greedy.queue_order(problem)
+    assert order.index(index["default/e2"]) < order.index(index["default/e1"])  # e1 goes first
+    assert victims.Victims(st, order).start(index["default/p"], 1, set())
+    assert st.placed == {"default/p-worker-0": "d"}
+    assert (st.size["default/e1"], st.size["default/e2"]) == (2, 1)
+
+
 def _reclaim_for_a_little() -> list[Any]:
     """Queue a is below its min (8 GPUs, none used); queue b borrows: its priority-1000 gang b
     holds the one node. a's pending 1-GPU gang may reclaim, which breaks b: one GPU of priority
