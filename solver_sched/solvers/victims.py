@@ -366,11 +366,12 @@ class Victims:
         return any(take(fence) for fence in self._fences(j, target, need, steps))
 
     def _out_of_reach(self, memo: Hashable, room: Callable[[Vectors], list[str]]) -> bool:
-        """Whether a search that no victim could help fails again the same way. Since it failed,
-        its victims' GPUs on each node can only have gone (taken back by other starts, which then
-        gave them back as room on that node, or bound other pods) and the nodes' room only shrunk,
-        except on the nodes given room back since: it still fails unless on one of those the room
-        now plus what its victims freed then opens room for its pod (``room``)."""
+        """Whether a search that no victim could help still fails. Since it failed, running
+        jobs only shrank (what they freed became room on their nodes, which ``NodeState.given``
+        records) and room elsewhere only shrank (other pods were bound): on a node not given room
+        back since, its room plus what its victims free can only be less. So it still fails
+        unless, on a node given room back since, the room now plus what its victims freed then
+        opens room for its pod (``room``)."""
         hit = self._unreachable.get(memo)
         if hit is None:
             return False
