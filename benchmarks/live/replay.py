@@ -612,7 +612,11 @@ def run_stack(
     progress: Any = None,
 ) -> dict[str, Any]:
     """A fresh stage for ``stack``: the burst, then the replay; the stack's CPU and requests."""
-    queues = tuple(Queue(q, nodes * 8) for q in sorted({_namespace(j.queue) for j in jobs}))
+    # No stack has per-queue quotas here: Kueue's queues share one ClusterQueue of the cluster.
+    # (Each with the whole cluster as its own nominal quota, in one cohort, let Kueue admit
+    # several times what fits: admitted pods stayed Pending, missed waitForPodsReady and were
+    # evicted again and again; docs/benchmarks.md section 6.)
+    queues = tuple(Queue(q, 0) for q in sorted({_namespace(j.queue) for j in jobs}))
     spec = StageSpec(
         stack,
         nodes=nodes,
