@@ -507,7 +507,7 @@ def grouped(
     most: Vectors,
 ) -> list[tuple[int, int]]:
     """Deferred take-backs that together open room for the gang's largest pod on a node it may
-    use (``room``: the nodes where the GPUs freed open room; ``most``: what all of them free per
+    use (``room``: the nodes where what is freed opens room; ``most``: what all of them free per
     node, most_freed): every deferred victim with pods there, on the node where that means the
     fewest breaks, then the fewest victims; each at the largest deferred size that frees as much
     there."""

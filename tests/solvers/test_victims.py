@@ -265,7 +265,8 @@ def test_a_take_back_frees_no_room_where_other_pods_hold_the_cpu() -> None:
     st = greedy.PlanState(snap, problem)
     index = {jm.name: j for j, jm in enumerate(problem.jobs)}
     order = greedy.queue_order(problem)
-    assert order.index(index["default/e2"]) < order.index(index["default/e1"])  # e1 goes first
+    # e2 (priority 10) is ahead in queue order: the search, lowest priority first, tries e1 first
+    assert order.index(index["default/e2"]) < order.index(index["default/e1"])
     assert victims.Victims(st, order).start(index["default/p"], 1, set())
     assert st.placed == {"default/p-worker-0": "d"}
     assert (st.size["default/e1"], st.size["default/e2"]) == (2, 1)
