@@ -211,6 +211,12 @@ def main(argv: list[str] | None = None) -> int:
         choices=("", "LeastAllocated", "MostAllocated"),
         help="kube-scheduler's NodeResourcesFit scoring (a diagnostic; default its own)",
     )
+    p.add_argument(
+        "--kueue-ready-s",
+        type=float,
+        help="Kueue's waitForPodsReady timeout in wall seconds (a diagnostic; default the "
+        "study's rendezvous timeout compressed: 10 s at 60x)",
+    )
     p.add_argument("--keep", type=Path, help="keep each stage's directory (logs) under this")
     p.add_argument("--no-bar", action="store_true", help="no tqdm bar (lines on stderr instead)")
     args = p.parse_args(argv)
@@ -275,6 +281,7 @@ def replay_main(
         horizon=args.horizon_s,
         kube_scoring=args.kube_scoring,
         elastic=args.elastic,
+        kueue_ready_s=args.kueue_ready_s,
     )
     print(
         f"{name}: {len(jobs)} jobs, {sum(j.pods for j in jobs)} pods, "
