@@ -209,11 +209,12 @@ def test_a_failed_start_is_searched_again_once_the_plan_changed() -> None:
 
 
 def test_a_search_no_victim_could_help_is_not_walked_again_until_a_node_gets_room_back() -> None:
-    """p1 and p2 (one 8-GPU pod each) may only shrink e1, which frees 4 GPUs on a beside pin's 4:
+    """p1, p2, p3 (one 8-GPU pod each) may only shrink e1, which frees 4 GPUs on a beside pin's 4:
     p1's search fails with nothing to take. After q binds on b (the plan changed, no node got
-    room back) p2 fails without walking its victims again; once pin is gone from a, a got room
-    back, and p2 is searched again and starts there, shrinking e1. (hi's trigger, which lets
-    pin be broken, is not fired for p1 and p2.)"""
+    room back) p2 fails without walking its victims again; so does p3 after q leaves b again (b
+    got room back, but no victim of theirs is there). Once pin is gone from a, a got room back,
+    and p2 is searched again and starts there, shrinking e1. (hi's trigger, which lets pin be
+    broken, is not fired for them.)"""
     el = {"gpus": 4, "min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
     snap = snapshot(
         *(node(n, gpus=8) for n in "abf"),
@@ -223,6 +224,7 @@ def test_a_search_no_victim_could_help_is_not_walked_again_until_a_node_gets_roo
         gang("e1", 2, running_on=["f", "a"], **el),
         gang("p1", 1, gpus=8),
         gang("p2", 1, gpus=8),
+        gang("p3", 1, gpus=8),
         gang("q", 1, gpus=2),
         gang("hi", 1, gpus=16, priority=2000),  # may break pin (so pin may go); never fits
     )
@@ -242,6 +244,10 @@ def test_a_search_no_victim_could_help_is_not_walked_again_until_a_node_gets_roo
     assert st.placed == {"default/q-worker-0": "b"}
     assert not v.start(p2, 1, set())
     assert len(walked) == seen  # out of reach still: not walked
+    assert st.resize(index["default/q"], 0)  # b gets room back; none of e1 is there
+    assert not v.start(index["default/p3"], 1, set())
+    assert not v.start(p2, 1, set())
+    assert len(walked) == seen
     assert st.resize(index["default/pin"], 0, check_quota=False)  # a gets room back
     assert v.start(p2, 1, set())
     assert st.placed["default/p2-worker-0"] == "a"
