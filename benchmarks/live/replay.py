@@ -606,6 +606,11 @@ def burst(stage: Stage, gangs: int, gang: int = 64) -> dict[str, Any]:
     return out
 
 
+def shares(total: int, parts: int) -> list[int]:
+    """``total`` split into ``parts`` as equal as integers allow (the first ones get the rest)."""
+    return [total // parts + (1 if i < total % parts else 0) for i in range(parts)]
+
+
 def run_stack(
     stack: str,
     jobs: list[TraceJob],
@@ -615,11 +620,13 @@ def run_stack(
     progress: Any = None,
 ) -> dict[str, Any]:
     """A fresh stage for ``stack``: the burst, then the replay; the stack's CPU and requests."""
-    # No stack has per-queue quotas here: Kueue's queues share one ClusterQueue of the cluster.
-    # (Each with the whole cluster as its own nominal quota, in one cohort, let Kueue admit
-    # several times what fits: admitted pods stayed Pending, missed waitForPodsReady and were
-    # evicted again and again; docs/benchmarks.md section 6.)
-    queues = tuple(Queue(q, 0) for q in sorted({_namespace(j.queue) for j in jobs}))
+    # Kueue's ClusterQueues (one per trace queue, in one cohort that lends idle quota) get equal
+    # shares of the cluster's GPUs: their nominal quotas add up to the cluster. (Each with the
+    # whole cluster let Kueue admit several times what fits; one shared ClusterQueue halved its
+    # admission rate, one head per ClusterQueue a cycle: docs/benchmarks.md section 6.)
+    names = sorted({_namespace(j.queue) for j in jobs})
+    split = shares(nodes * 8, len(names))
+    queues = tuple(Queue(q, share) for q, share in zip(names, split, strict=True))
     kueue_ready = params.kueue_ready_s or params.partial_timeout / params.compress
     spec = StageSpec(
         stack,

@@ -73,14 +73,9 @@ CM_CONTROLLERS = (
 KUEUE_METRICS_CERTS = Path("/etc/kueue/metrics/certs")
 
 
-SHARED_QUEUE = "shared"  # Kueue's ClusterQueue of the whole cluster, for queues without a quota
-
-
 @dataclass(frozen=True)
 class Queue:
-    """A trace queue: a namespace, Kueue's LocalQueue -> ClusterQueue of ``gpus`` nominal GPUs,
-    or, with ``gpus`` 0, the ClusterQueue every such queue shares: the whole cluster (a queue
-    without a quota of its own, as the other stacks see it)."""
+    """A trace queue: a namespace, Kueue's LocalQueue -> ClusterQueue of ``gpus`` nominal GPUs."""
 
     name: str
     gpus: int
@@ -534,21 +529,16 @@ class Stage:
         self._kueue_queues()
 
     def _kueue_queues(self) -> None:
-        """One ResourceFlavor; per trace queue with a quota a ClusterQueue with its GPUs as
-        nominal quota (cpu and memory as the whole cluster has), priorities and preemption within
-        the queue, in one cohort so idle quota is lent; one shared ClusterQueue of the whole
-        cluster for the queues without one; and the LocalQueue in each queue's namespace."""
+        """One ResourceFlavor; per trace queue a ClusterQueue with its GPUs as nominal quota
+        (cpu and memory as the whole cluster has), priorities and preemption within the queue,
+        in one cohort so idle quota is lent; and the LocalQueue in the queue's namespace."""
         api = "kueue.x-k8s.io/v1beta2"
         self._apply(
             "resourceflavors",
             {"apiVersion": api, "kind": "ResourceFlavor", "metadata": {"name": "gpu"}},
         )
         n = self.spec.nodes
-        queues = self.spec.all_queues()
-        owners = [q for q in queues if q.gpus]
-        if len(owners) < len(queues):
-            owners.append(Queue(SHARED_QUEUE, n * self.spec.gpus_per_node))
-        for q in owners:
+        for q in self.spec.all_queues():
             self._apply(
                 "clusterqueues",
                 {
@@ -581,14 +571,13 @@ class Stage:
                     },
                 },
             )
-        for q in queues:
             self._apply(
                 "localqueues",
                 {
                     "apiVersion": api,
                     "kind": "LocalQueue",
                     "metadata": {"name": q.name, "namespace": q.name},
-                    "spec": {"clusterQueue": q.name if q.gpus else SHARED_QUEUE},
+                    "spec": {"clusterQueue": q.name},
                 },
             )
 

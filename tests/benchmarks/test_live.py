@@ -2,7 +2,7 @@
 ratios and targets read from made-up summaries."""
 
 from benchmarks.live.__main__ import ratios, targets
-from benchmarks.live.replay import JobRun, _pct
+from benchmarks.live.replay import JobRun, _pct, shares
 from benchmarks.live.scale import gangs_for
 from benchmarks.live.summary import floor
 from benchmarks.live.windows import MIN_OFFERED, Window, chosen, offered_load
@@ -123,3 +123,10 @@ def test_the_floor_is_every_job_run_at_its_shortest_from_arrival() -> None:
     ]
     assert floor(per_job, 2.0) == 0.75  # mean 1.5 h over the peer's 2 h
     assert floor(per_job, None) is None
+
+
+def test_kueue_queue_shares_add_up_to_the_cluster() -> None:
+    # each trace queue's ClusterQueue gets its share; together exactly the cluster, never more
+    for total, parts in ((512, 7), (512, 1), (40, 3), (8, 8)):
+        s = shares(total, parts)
+        assert sum(s) == total and len(s) == parts and max(s) - min(s) <= 1
