@@ -297,17 +297,17 @@ class Victims:
             # nor all together on one node) is not walked again while it depends on the same
             # things (its victims follow from the triggers and the queues at their floor) and no
             # node it could use got room back (_out_of_reach).
-            demand = (per_pod, largest.constraints if largest else None, jobs[j].clusters)
-            memo = (
-                (*demand, frozenset(fired), debt, fence, frozenset(at_floor))
-                if largest is not None
+            memo: Hashable | None = None
+            if (
+                largest is not None
                 and per_pod > 1
                 and gain is None
                 and not blocked
                 and not jobs[j].current
                 and not st.size[jobs[j].name]
-                else None
-            )
+            ):
+                demand = (per_pod, largest.constraints, jobs[j].clusters, frozenset(fired))
+                memo = (*demand, debt, fence, frozenset(at_floor))
             if memo is not None and self._out_of_reach(memo, lambda freed: room(freed, inside)):
                 return False
             mark = st.mark()
@@ -508,26 +508,19 @@ def grouped(
 ) -> list[tuple[int, int]]:
     """Deferred take-backs that together open room for the gang's largest pod on a node it may
     use (``room``: the nodes where what is freed opens room; ``most``: what all of them free per
-    node, most_freed): every deferred victim with pods there, on the node where that means the
-    fewest breaks, then the fewest victims; each at the largest deferred size that frees as much
-    there."""
+    node, most_freed; ``released``: cached by Victims): every deferred victim with pods there,
+    on the node where that means the fewest breaks, then the fewest victims; each at the largest
+    deferred size that frees as much there."""
     sizes: dict[int, list[int]] = {}
     for v, size in steps:
         sizes.setdefault(v, []).append(size)
-    cache: dict[tuple[int, int], dict[str, int]] = {}
-
-    def freed(v: int, size: int) -> dict[str, int]:
-        if (v, size) not in cache:
-            cache[(v, size)] = released(v, size)
-        return cache[(v, size)]
-
     best: tuple[tuple[int, int, str], list[tuple[int, int]]] | None = None
     for node in room(most):
         group = []
         for v, ss in sizes.items():
-            top = freed(v, min(ss)).get(node, 0)
+            top = released(v, min(ss)).get(node, 0)
             if top:
-                group.append((v, max(s for s in ss if freed(v, s).get(node, 0) == top)))
+                group.append((v, max(s for s in ss if released(v, s).get(node, 0) == top)))
         cost = (sum(size == 0 for _, size in group), len(group), node)
         if best is None or cost < best[0]:
             best = (cost, group)
