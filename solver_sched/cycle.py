@@ -62,6 +62,11 @@ COMPACT = "compact"  # the best candidate's sizes packed again, largest topology
 # CP-SAT's short window returns nothing better than the hint while value-greedy's pass finds
 # +0.2-1.4% (docs/benchmarks.md section 1): the candidates get more, value-greedy first.
 VARIANTS = 0.75
+# Of greedy's first pass: what another pass still takes once its victim search has stopped at its
+# deadline (starts where they fit, elastic growth, valuing its plan): 0.1-0.5 at L on dev seeds.
+# The deadline keeps the budget where a pass costs more than the first (value-greedy: 1.4-1.9x
+# at L), keeping the victims taken so far (docs/benchmarks.md section 1).
+TAIL = 0.5
 VARIANTS_SMALL = 0.5
 LP_SHARE = 0.5
 
@@ -160,21 +165,32 @@ def _cycle(
         assert budget is not None
         return search_deadline(start, budget, timer.phases["plan"] + building) - at
 
-    def room_for_another(share: float = variants, past_share: bool = True) -> bool:
-        """Another greedy pass (about as long as the first) fits in this share of the budget;
-        without a budget, always. A pass after which no search could run anyway (its window
-        shorter than SEARCH_NEEDS builds) may use the budget up to the check's estimate, unless
-        ``past_share`` is False (the LP relaxation, whose own window is its share)."""
+    def latest(share: float = variants, past_share: bool = True) -> float | None:
+        """When another greedy pass (about as long as the first) must end: in this share of the
+        budget; without a budget, never. A pass after which no search could run anyway (its
+        window shorter than SEARCH_NEEDS builds) may use the budget up to the check's estimate,
+        unless ``past_share`` is False (the LP relaxation, whose own window is its share)."""
         if budget is None:
-            return True
+            return None
         end = time.perf_counter() + one_pass
         if past_share and backend != "greedy" and window(end) < SEARCH_NEEDS * building:
-            return end <= start + MARGIN * budget - building
-        return end <= start + share * budget
+            return start + MARGIN * budget - building
+        return start + share * budget
+
+    def room_for_another(share: float = variants, past_share: bool = True) -> bool:
+        end = latest(share, past_share)
+        return end is None or time.perf_counter() + one_pass <= end
+
+    def cutoff() -> float | None:
+        """When another pass's victim search stops (greedy_plan's deadline): a pass may cost
+        twice the first (value-greedy at L), and what follows the search still takes TAIL of
+        a pass."""
+        end = latest()
+        return None if end is None else end - TAIL * one_pass
 
     if backend != "greedy" and problem.too_large is None:
         if room_for_another():  # the candidate that pays most where the search cannot
-            others.append(_variant(snapshot, problem, model, built, timer, VALUE_AWARE))
+            others.append(_variant(snapshot, problem, model, built, timer, VALUE_AWARE, cutoff()))
         if s.lp_guide and room_for_another(LP_SHARE, past_share=False):
             with timer("lp"):  # which gangs the relaxation starts: greedy in that order too
                 # within its share of the budget: at L with topology on, the LP of the
@@ -184,7 +200,9 @@ def _cycle(
                 )
                 shares = relaxation(model, built, min(limit, lp_window))
             if shares is not None and room_for_another():
-                others.append(_variant(snapshot, problem, model, built, timer, GUIDED, shares))
+                others.append(
+                    _variant(snapshot, problem, model, built, timer, GUIDED, cutoff(), shares)
+                )
         if problem.asks:  # never below a topology baseline's plan
             for name, baseline in BASELINES.items():
                 if room_for_another():
@@ -195,7 +213,7 @@ def _cycle(
     if problem.gang_start and problem.too_large is None and room_for_another():
         # the start bonus values small gangs more per GPU: greedy in that order too, for the
         # greedy backend as well, so greedy and the model optimise the same objective
-        others.append(_variant(snapshot, problem, model, built, timer, DENSE))
+        others.append(_variant(snapshot, problem, model, built, timer, DENSE, cutoff()))
     plans = sorted((c for c in others if c is not None), key=lambda c: c.rank, reverse=True)
     first, rest = plans[0], plans[1:]  # the best greedy plan hints the solver
     hint = first.values if first.values is not None else hint
@@ -317,11 +335,12 @@ def _variant(
     built: Built,
     timer: _Timer,
     label: str,
+    deadline: float | None,
     shares: dict[str, float] | None = None,
 ) -> _Candidate | None:
     """Another greedy candidate: starting gangs in the order of the LP relaxation's shares or
     smallest first (None when that is queue order: the same plan as greedy's), or with
-    value-aware victims (in queue order)."""
+    value-aware victims (in queue order); past ``deadline`` its starts take no victims."""
     order = starts = None
     if label in (GUIDED, DENSE):
         order = queue_order(problem)
@@ -329,7 +348,9 @@ def _variant(
         if starts == order:
             return None
     with timer("greedy"):
-        st = greedy_plan(snapshot, problem, starts, value_aware=label == VALUE_AWARE, order=order)
+        st = greedy_plan(
+            snapshot, problem, starts, label == VALUE_AWARE, order=order, deadline=deadline
+        )
         a = assignment_of(st)
         values = to_values(model, built, a.sizes, a.counts)
     with timer("plan"):

@@ -337,6 +337,33 @@ def test_when_no_search_could_follow_the_candidates_may_use_the_budget(
     assert result.violations == []
 
 
+def test_greedys_other_passes_stop_taking_victims_before_the_budget_ends(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A pass may cost more than the first one the budget rule measures (value-greedy up to
+    twice at L): the other passes get a deadline for their victim search, inside the budget;
+    greedy's own pass (the hint, never below greedy) gets none, nor does any pass of a cycle
+    without a budget."""
+    deadlines: list[float | None] = []
+    real = cycle_module.greedy_plan
+
+    def recorded(*a: Any, **k: Any) -> Any:
+        deadlines.append(k.get("deadline"))
+        return real(*a, **k)
+
+    monkeypatch.setattr(cycle_module, "greedy_plan", recorded)
+    snap = snapshot_from_objects(synthetic_objects(16, 40, 20, 1, NOW))
+    cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 4.0}})
+    start = time.perf_counter()
+    assert cycle_module.run_cycle(snap, cfg, NOW, "cpsat").violations == []
+    first, *others = deadlines
+    assert first is None and others
+    assert all(d is not None and start < d < start + 4.0 for d in others)
+    deadlines.clear()
+    cycle_module.run_cycle(snap, SchedulerConfig(), NOW, "cpsat", time_limit=1.0)
+    assert len(deadlines) > 1 and set(deadlines) == {None}
+
+
 def test_the_lp_relaxation_keeps_to_its_share_when_no_search_could_follow(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

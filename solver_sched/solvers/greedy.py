@@ -41,12 +41,15 @@ def greedy_plan(
     starts: list[int] | None = None,
     value_aware: bool = False,
     order: list[int] | None = None,
+    deadline: float | None = None,
 ) -> PlanState:
     """The greedy decision as a concrete plan state (nodes chosen, queue rows kept). ``starts``:
     the order gangs to start are tried in (``start_order``: the LP relaxation's, or smallest
     first for the start bonus); by default queue order (``order``, computed when not given).
     ``value_aware``: a start takes no victim that alone gives up as much guaranteed value as the
-    start brings (victims.take_loss, start_gain)."""
+    start brings (victims.take_loss, start_gain). ``deadline`` (a perf_counter time): past it no
+    start takes victims, so the pass ends soon after with what fits (a cycle's extra candidates
+    keep its budget; the victim search is where a pass's time goes)."""
     st = PlanState(snapshot, problem)
     jobs = problem.jobs
     fired: dict[int, set[str]] = {}
@@ -54,7 +57,7 @@ def greedy_plan(
         for h in starters:
             fired.setdefault(h, set()).add(key)
     order = order if order is not None else queue_order(problem)
-    victims = Victims(st, order, value_aware)
+    victims = Victims(st, order, value_aware, deadline)
     starts = starts if starts is not None else order
     for j in order:  # 1. irregular sizes
         jm = jobs[j]

@@ -13,6 +13,7 @@ adds up to.
 from __future__ import annotations
 
 import heapq
+import time
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 
 from solver_sched.domain import resources as res
@@ -33,9 +34,16 @@ class Victims:
     """Who may be taken back for a starting gang, cheapest first, with a GPU pre-check so a gang
     that cannot fit even after every allowed victim is given up without trying placements."""
 
-    def __init__(self, st: PlanState, order: list[int], value_aware: bool = False) -> None:
+    def __init__(
+        self,
+        st: PlanState,
+        order: list[int],
+        value_aware: bool = False,
+        deadline: float | None = None,
+    ) -> None:
         self.st = st
         self.value_aware = value_aware
+        self.deadline = deadline  # perf_counter time past which no start takes victims
         jobs = st.problem.jobs
         low_first = list(reversed(order))
         self.shrinkable = [
@@ -125,7 +133,12 @@ class Victims:
         Nor is a larger one: more pods of one shape than a start that failed in the same plan,
         with the same clusters, queue rows and triggers, when no queue row blocks it and its
         queues have no floor (so its usage changes neither which victims may go nor which the
-        floors refuse): it meets the same victims in the same order and needs more room."""
+        floors refuse): it meets the same victims in the same order and needs more room.
+
+        Past the deadline a start takes no victims: it starts only where it fits."""
+        if self.deadline is not None and time.perf_counter() > self.deadline:
+            self.own_floor_refused = False
+            return self.st.resize(j, target)
         key = self._demand(j, target, fired, debt)
         version = self.st.mark()
         hit = self._failed.get(key) if key is not None else None

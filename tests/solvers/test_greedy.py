@@ -4,7 +4,18 @@ taken below its min, and the scale-in order it follows."""
 import pytest
 
 from solver_sched.domain.snapshot import ClusterSnapshot
-from tests.support.builders import gang, node, plan, quota_tree, snapshot, workers_after
+from solver_sched.formulation.prepare import prepare
+from solver_sched.solvers import greedy
+from tests.support.builders import (
+    NOW,
+    config,
+    gang,
+    node,
+    plan,
+    quota_tree,
+    snapshot,
+    workers_after,
+)
 
 
 def test_a_gang_may_replace_a_lower_priority_one_in_a_queue_at_its_min() -> None:
@@ -256,3 +267,22 @@ def test_a_scale_in_takes_the_pods_that_open_a_node_for_a_large_pod(backend: str
     assert "default/e2-worker-1" in evicted
     assert not evicted & {"default/e1-worker-0", "default/e2-worker-0"}  # the first pods stay
     assert sorted(b.node for b in result.plan.binds) == ["a", "b"]
+
+
+def test_past_its_deadline_a_pass_starts_what_fits_and_takes_no_victims() -> None:
+    # hi starts only by breaking low; small fits on m as it is. A pass past its deadline (a
+    # cycle's extra candidate out of time) keeps low and still starts small.
+    snap = snapshot(
+        node("n", gpus=4),
+        node("m", gpus=1),
+        gang("low", 4, running_on=["n"] * 4, priority=0),
+        gang("hi", 4, priority=100),
+        gang("small", 1, priority=50),
+    )
+    cfg = config()
+    problem = prepare(snap, cfg.weights, cfg.settings, NOW, None)
+    for value_aware in (False, True):
+        searched = greedy.greedy_plan(snap, problem, value_aware=value_aware)
+        assert searched.size == {"default/low": 0, "default/hi": 4, "default/small": 1}
+        late = greedy.greedy_plan(snap, problem, value_aware=value_aware, deadline=0.0)
+        assert late.size == {"default/low": 4, "default/hi": 0, "default/small": 1}
