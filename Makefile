@@ -95,6 +95,7 @@ whatif: $(STAMP)
 # lint-imports checks the import contracts (layers, the pure core) in pyproject.toml.
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/mypy solver_sched benchmarks
 	$(BIN)/lint-imports --no-cache --no-logo
 

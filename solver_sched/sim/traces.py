@@ -81,9 +81,7 @@ class TraceOptions:
     gpus: int = 64  # synthetic: cluster size the offered load refers to
 
 
-def load_trace_noting(
-    name: str, opts: TraceOptions, note: Callable[[str], None]
-) -> list[TraceJob]:
+def load_trace_noting(name: str, opts: TraceOptions, note: Callable[[str], None]) -> list[TraceJob]:
     """``load_trace``, with each warning it raises (a ShortTrace every time) handed to ``note``
     instead of Python's once-per-place warning output: the CLI and the study print them."""
     with warnings.catch_warnings(record=True) as caught:
