@@ -62,13 +62,13 @@ COMPACT = "compact"  # the best candidate's sizes packed again, largest topology
 # CP-SAT's short window returns nothing better than the hint while value-greedy's pass finds
 # +0.2-1.4% (docs/benchmarks.md section 1): the candidates get more, value-greedy first.
 VARIANTS = 0.75
+VARIANTS_SMALL = 0.5
+LP_SHARE = 0.5
 # Of greedy's first pass: what another pass still takes once its victim search has stopped at its
 # deadline (starts where they fit, elastic growth, valuing its plan): 0.1-0.5 at L on dev seeds.
 # The deadline keeps the budget where a pass costs more than the first (value-greedy: 1.4-1.9x
 # at L), keeping the victims taken so far (docs/benchmarks.md section 1).
 TAIL = 0.5
-VARIANTS_SMALL = 0.5
-LP_SHARE = 0.5
 
 
 @dataclass
