@@ -60,7 +60,8 @@ COMPACT = "compact"  # the best candidate's sizes packed again, largest topology
 # is not greedy's pass) by LP_SHARE. A small model (cpsat.SMALL_MODEL variables, S) is searched
 # to its optimum in the budget, so the search keeps half of it. On larger ones (from 512 nodes)
 # CP-SAT's short window returns nothing better than the hint while value-greedy's pass finds
-# +0.2-1.4% (docs/benchmarks.md section 1): the candidates get more, value-greedy first.
+# +0.2-1.4% (docs/benchmarks.md section 1): the candidates get more, value-greedy first after
+# the greedy backend's own dense-greedy.
 VARIANTS = 0.75
 VARIANTS_SMALL = 0.5
 LP_SHARE = 0.5
@@ -181,13 +182,20 @@ def _cycle(
         end = latest(share, past_share)
         return end is None or time.perf_counter() + one_pass <= end
 
-    def cutoff() -> float | None:
+    def cutoff(past_share: bool = True) -> float | None:
         """When another pass's victim search stops (greedy_plan's deadline): a pass may cost
         twice the first (value-greedy at L), and what follows the search still takes TAIL of
         a pass."""
-        end = latest()
+        end = latest(past_share=past_share)
         return None if end is None else end - TAIL * one_pass
 
+    if problem.gang_start and problem.too_large is None and room_for_another(past_share=False):
+        # the start bonus values small gangs more per GPU: greedy in that order too, for the
+        # greedy backend as well, so greedy and the model optimise the same objective. It is
+        # the greedy backend's second plan, so it comes first, where and as that backend runs
+        # it (its deadline as the backend's): the plan is not below that backend's.
+        cut = cutoff(past_share=False)
+        others.append(_variant(snapshot, problem, model, built, timer, DENSE, cut))
     if backend != "greedy" and problem.too_large is None:
         if room_for_another():  # the candidate that pays most where the search cannot
             others.append(_variant(snapshot, problem, model, built, timer, VALUE_AWARE, cutoff()))
@@ -210,10 +218,6 @@ def _cycle(
                         st = replay(snapshot, problem, baseline(snapshot, topology))
                     with timer("plan"):
                         others.append(_score(model, built, name, st, [], None))
-    if problem.gang_start and problem.too_large is None and room_for_another():
-        # the start bonus values small gangs more per GPU: greedy in that order too, for the
-        # greedy backend as well, so greedy and the model optimise the same objective
-        others.append(_variant(snapshot, problem, model, built, timer, DENSE, cutoff()))
     plans = sorted((c for c in others if c is not None), key=lambda c: c.rank, reverse=True)
     first, rest = plans[0], plans[1:]  # the best greedy plan hints the solver
     hint = first.values if first.values is not None else hint

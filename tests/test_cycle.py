@@ -341,27 +341,38 @@ def test_greedys_other_passes_stop_taking_victims_before_the_budget_ends(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A pass may cost more than the first one the budget rule measures (value-greedy up to
-    twice at L): the other passes get a deadline for their victim search, inside the budget;
-    greedy's own pass (the hint, never below greedy) gets none, nor does any pass of a cycle
-    without a budget."""
-    deadlines: list[float | None] = []
-    real = cycle_module.greedy_plan
+    twice at L): the other passes get a deadline for their victim search, inside the budget.
+    The first pass (the hint, the greedy backend's plan) gets none; dense-greedy, the greedy
+    backend's other pass, comes next with that backend's deadline (inside its share of the
+    budget), so the plan is not below that backend's. No pass of a cycle without a budget gets
+    one."""
+    first: list[float | None] = []
+    given: dict[str, float | None] = {}
+    real, variant = cycle_module.greedy_plan, cycle_module._variant
 
     def recorded(*a: Any, **k: Any) -> Any:
-        deadlines.append(k.get("deadline"))
+        if not first:
+            first.append(k.get("deadline"))
         return real(*a, **k)
 
+    def recorded_variant(*a: Any, **k: Any) -> Any:
+        given[a[5]] = a[6]
+        return variant(*a, **k)
+
     monkeypatch.setattr(cycle_module, "greedy_plan", recorded)
+    monkeypatch.setattr(cycle_module, "_variant", recorded_variant)
     snap = snapshot_from_objects(synthetic_objects(16, 40, 20, 1, NOW))
     cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 4.0}})
     start = time.perf_counter()
     assert cycle_module.run_cycle(snap, cfg, NOW, "cpsat").violations == []
-    first, *others = deadlines
-    assert first is None and others
-    assert all(d is not None and start < d < start + 4.0 for d in others)
-    deadlines.clear()
+    assert first == [None]
+    assert list(given)[:2] == [cycle_module.DENSE, cycle_module.VALUE_AWARE]
+    dense = given[cycle_module.DENSE]
+    assert dense is not None and dense < start + cycle_module.VARIANTS * 4.0
+    assert all(d is not None and start < d < start + 4.0 for d in given.values())
+    given.clear()
     cycle_module.run_cycle(snap, SchedulerConfig(), NOW, "cpsat", time_limit=1.0)
-    assert len(deadlines) > 1 and set(deadlines) == {None}
+    assert len(given) > 1 and set(given.values()) == {None}
 
 
 def test_the_lp_relaxation_keeps_to_its_share_when_no_search_could_follow(
@@ -415,7 +426,7 @@ def test_value_greedy_is_tried_before_the_lp_relaxation(monkeypatch: pytest.Monk
     snap = snapshot_from_objects(synthetic_objects(16, 40, 20, 1, NOW))
     cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 60}})
     assert cycle_module.run_cycle(snap, cfg, NOW, "cpsat").violations == []
-    assert tried[:2] == [cycle_module.VALUE_AWARE, "lp"]
+    assert [t for t in tried if t != cycle_module.DENSE][:2] == [cycle_module.VALUE_AWARE, "lp"]
 
 
 def test_the_models_optimum_survives_packing_when_an_earlier_job_takes_the_nodes() -> None:
