@@ -178,27 +178,30 @@ def _cycle(
             return start + MARGIN * budget - building
         return start + share * budget
 
-    def room_for_another(share: float = variants, past_share: bool = True) -> bool:
-        end = latest(share, past_share)
+    def fits(end: float | None) -> bool:
+        """Another pass (about as long as the first) ends by ``end`` (None: no budget)."""
         return end is None or time.perf_counter() + one_pass <= end
 
-    def cutoff(past_share: bool = True) -> float | None:
-        """When another pass's victim search stops (greedy_plan's deadline): a pass may cost
-        twice the first (value-greedy at L), and what follows the search still takes TAIL of
-        a pass."""
-        end = latest(past_share=past_share)
+    def room_for_another(share: float = variants, past_share: bool = True) -> bool:
+        return fits(latest(share, past_share))
+
+    def cutoff(end: float | None) -> float | None:
+        """When a pass that must end by ``end`` stops its victim search (greedy_plan's
+        deadline): a pass may cost twice the first (value-greedy at L), and what follows the
+        search still takes TAIL of a pass."""
         return None if end is None else end - TAIL * one_pass
 
-    if problem.gang_start and problem.too_large is None and room_for_another(past_share=False):
+    end = latest(past_share=False)
+    if problem.gang_start and problem.too_large is None and fits(end):
         # the start bonus values small gangs more per GPU: greedy in that order too, for the
         # greedy backend as well, so greedy and the model optimise the same objective. It is
         # the greedy backend's second plan, so it comes first, where and as that backend runs
         # it (its deadline as the backend's): the plan is not below that backend's.
-        cut = cutoff(past_share=False)
-        others.append(_variant(snapshot, problem, model, built, timer, DENSE, cut))
+        others.append(_variant(snapshot, problem, model, built, timer, DENSE, cutoff(end)))
     if backend != "greedy" and problem.too_large is None:
-        if room_for_another():  # the candidate that pays most where the search cannot
-            others.append(_variant(snapshot, problem, model, built, timer, VALUE_AWARE, cutoff()))
+        if fits(end := latest()):  # the candidate that pays most where the search cannot
+            deadline = cutoff(end)
+            others.append(_variant(snapshot, problem, model, built, timer, VALUE_AWARE, deadline))
         if s.lp_guide and room_for_another(LP_SHARE, past_share=False):
             with timer("lp"):  # which gangs the relaxation starts: greedy in that order too
                 # within its share of the budget: at L with topology on, the LP of the
@@ -207,9 +210,9 @@ def _cycle(
                     limit if budget is None else start + LP_SHARE * budget - time.perf_counter()
                 )
                 shares = relaxation(model, built, min(limit, lp_window))
-            if shares is not None and room_for_another():
+            if shares is not None and fits(end := latest()):
                 others.append(
-                    _variant(snapshot, problem, model, built, timer, GUIDED, cutoff(), shares)
+                    _variant(snapshot, problem, model, built, timer, GUIDED, cutoff(end), shares)
                 )
         if problem.asks:  # never below a topology baseline's plan
             for name, baseline in BASELINES.items():
