@@ -375,6 +375,7 @@ class Replay:
         self.pool.shutdown()
         span = max(1e-9, (last - t0))
         out = self._summary(span, alloc_s, useful_s, partial_gpu_s)
+        out["events"] = event_tally(self.api)
         # every start and finish is seen at a tick: a loaded machine makes them late for the
         # stack that ran then, which the paired ratio does not cancel
         out["driver_tick_s"] = {"mean": _mean(ticks), "p95": _pct(sorted(ticks), 0.95)}
@@ -533,6 +534,28 @@ class Replay:
             "to_running_h": h(r.all_bound, r.first_start),
             "waiting_reasons": dict(r.reasons),
         }
+
+
+def event_tally(api: KubeApi, top: int = 40) -> dict[str, int]:
+    """The stage's events (every component's, still within the API server's event TTL) counted
+    by involved kind, reason and message class, most frequent first: why a peer evicted or
+    stopped a job (Kueue's ``Preempted`` on Workloads, ``Stopped`` on Jobs with the eviction's
+    message: PodsReady timeout or preemption and its reason), which the pods' record does not
+    say."""
+    counts: Counter[str] = Counter()
+    token: str | None = None
+    while True:
+        query: dict[str, Any] = {"limit": 500}
+        if token:
+            query["continue"] = token
+        page = api.get("/api/v1/events", **query)
+        for ev in page.get("items", []):
+            kind = (ev.get("involvedObject") or {}).get("kind", "")
+            n = ev.get("count") or (ev.get("series") or {}).get("count") or 1
+            counts[f"{kind} {ev.get('reason', '')}: {_reason_class(ev.get('message', ''))}"] += n
+        token = (page.get("metadata") or {}).get("continue")
+        if not token:
+            return dict(counts.most_common(top))
 
 
 def _reason_class(message: str) -> str:

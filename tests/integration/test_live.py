@@ -40,6 +40,11 @@ def test_a_short_trace_window_runs_on_each_stack(stack: str, tmp_path: Path) -> 
     assert 0 < s["util_useful"] <= s["util_alloc"] + 1e-9 <= 1.0
     assert s["burst"]["bound"] == 64
     assert s["scheduler_cpu_s"] > 0 and s["api_requests"] > 0
+    # the stage's events are tallied (the Job controller's pod creations on every stack; Kueue
+    # admits each Workload with an event)
+    assert any(k.startswith("Job SuccessfulCreate") for k in s["events"]), s["events"]
+    if stack == "kueue":
+        assert any(k.startswith("Workload Admitted") for k in s["events"]), s["events"]
     if stack in ("kube-gang", "solver-sched"):
         assert s["partial_gangs"] == 0
         assert s["rendezvous_timeouts"] == 0
