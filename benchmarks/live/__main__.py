@@ -217,6 +217,12 @@ def main(argv: list[str] | None = None) -> int:
         help="Kueue's waitForPodsReady timeout in wall seconds (a diagnostic; default the "
         "study's rendezvous timeout compressed: 10 s at 60x)",
     )
+    p.add_argument(
+        "--kueue-qps",
+        type=float,
+        help="Kueue's client QPS in wall requests per second (default 50 per trace second: "
+        "50 x --compress; 50 reproduces the runs before 2026-12-03 evening)",
+    )
     p.add_argument("--keep", type=Path, help="keep each stage's directory (logs) under this")
     p.add_argument("--no-bar", action="store_true", help="no tqdm bar (lines on stderr instead)")
     args = p.parse_args(argv)
@@ -282,6 +288,7 @@ def replay_main(
         kube_scoring=args.kube_scoring,
         elastic=args.elastic,
         kueue_ready_s=args.kueue_ready_s,
+        kueue_qps=args.kueue_qps,
     )
     print(
         f"{name}: {len(jobs)} jobs, {sum(j.pods for j in jobs)} pods, "

@@ -90,6 +90,9 @@ class StageSpec:
     priorities: tuple[tuple[str, int], ...] = (("low", 0), ("high", 1000))
     operator: bool = False  # also run the Kubeflow training-operator
     kueue_pods_ready_timeout: str = "5m"
+    # Kueue's API client rate (requests per wall second; burst twice that). Its own default is 20;
+    # the replay scales it with the time compression (``ReplayParams.kueue_qps``)
+    kueue_qps: float = 50.0
     # kube-scheduler's NodeResourcesFit scoring ("": its default, LeastAllocated). A diagnostic:
     # MostAllocated packs pods as solver-sched's packing term does, to tell packing from the rest
     kube_scoring: str = ""
@@ -503,7 +506,10 @@ class Stage:
                     "webhook": {"port": free_port(), "host": "127.0.0.1", "certDir": str(certs)},
                     "leaderElection": {"leaderElect": False},
                     "internalCertManagement": {"enable": False},
-                    "clientConnection": {"qps": 50, "burst": 100},
+                    "clientConnection": {
+                        "qps": self.spec.kueue_qps,
+                        "burst": int(2 * self.spec.kueue_qps),
+                    },
                     "waitForPodsReady": {
                         "timeout": self.spec.kueue_pods_ready_timeout,
                         "blockAdmission": False,
