@@ -640,6 +640,26 @@ def shares(total: int, parts: int) -> list[int]:
     return [total // parts + (1 if i < total % parts else 0) for i in range(parts)]
 
 
+def stage_spec(stack: str, jobs: list[TraceJob], nodes: int, params: ReplayParams) -> StageSpec:
+    """The stage one stack replays ``jobs`` on. Kueue's ClusterQueues (one per trace queue, in
+    one cohort that lends idle quota) get equal shares of the cluster's GPUs: their nominal quotas
+    add up to the cluster. (Each with the whole cluster let Kueue admit several times what fits;
+    one shared ClusterQueue halved its admission rate, one head per ClusterQueue a cycle:
+    docs/benchmarks.md section 6.) Kueue's timeout and client rate follow the trace clock."""
+    names = sorted({_namespace(j.queue) for j in jobs})
+    split = shares(nodes * 8, len(names))
+    queues = tuple(Queue(q, share) for q, share in zip(names, split, strict=True))
+    kueue_ready = params.kueue_ready_s or params.partial_timeout / params.compress
+    return StageSpec(
+        stack,
+        nodes=nodes,
+        queues=queues,
+        kueue_pods_ready_timeout=f"{max(1.0, kueue_ready):.0f}s",
+        kueue_qps=params.kueue_qps or 50.0 * params.compress,
+        kube_scoring=params.kube_scoring,
+    )
+
+
 def run_stack(
     stack: str,
     jobs: list[TraceJob],
@@ -649,22 +669,7 @@ def run_stack(
     progress: Any = None,
 ) -> dict[str, Any]:
     """A fresh stage for ``stack``: the burst, then the replay; the stack's CPU and requests."""
-    # Kueue's ClusterQueues (one per trace queue, in one cohort that lends idle quota) get equal
-    # shares of the cluster's GPUs: their nominal quotas add up to the cluster. (Each with the
-    # whole cluster let Kueue admit several times what fits; one shared ClusterQueue halved its
-    # admission rate, one head per ClusterQueue a cycle: docs/benchmarks.md section 6.)
-    names = sorted({_namespace(j.queue) for j in jobs})
-    split = shares(nodes * 8, len(names))
-    queues = tuple(Queue(q, share) for q, share in zip(names, split, strict=True))
-    kueue_ready = params.kueue_ready_s or params.partial_timeout / params.compress
-    spec = StageSpec(
-        stack,
-        nodes=nodes,
-        queues=queues,
-        kueue_pods_ready_timeout=f"{max(1.0, kueue_ready):.0f}s",
-        kueue_qps=params.kueue_qps or 50.0 * params.compress,
-        kube_scoring=params.kube_scoring,
-    )
+    spec = stage_spec(stack, jobs, nodes, params)
     started, load_at_start = time.monotonic(), os.getloadavg()
     with Stage(spec, work) as stage:
         stage_s = time.monotonic() - started

@@ -2,7 +2,7 @@
 ratios and targets read from made-up summaries."""
 
 from benchmarks.live.__main__ import ratios, targets
-from benchmarks.live.replay import JobRun, _pct, shares
+from benchmarks.live.replay import JobRun, ReplayParams, _pct, shares, stage_spec
 from benchmarks.live.scale import gangs_for
 from benchmarks.live.summary import floor
 from benchmarks.live.windows import MIN_OFFERED, Window, chosen, offered_load
@@ -130,3 +130,17 @@ def test_kueue_queue_shares_add_up_to_the_cluster() -> None:
     for total, parts in ((512, 7), (512, 1), (40, 3), (8, 8)):
         s = shares(total, parts)
         assert sum(s) == total and len(s) == parts and max(s) - min(s) <= 1
+
+
+def test_kueue_follows_the_trace_clock() -> None:
+    # Kueue's PodsReady timeout and its client rate are per trace second: at 10x compression its
+    # 600 trace-second timeout is 60 wall seconds and its 50 requests per trace second are 500
+    # per wall second (at 50 wall QPS its admitted Jobs stayed suspended past the timeout)
+    jobs = [
+        TraceJob(f"j{i}", arrival=0.0, duration=60.0, gpus=1, queue=q)
+        for i, q in enumerate(("a", "b", "c"))
+    ]
+    spec = stage_spec("kueue", jobs, 4, ReplayParams(compress=10.0))
+    assert spec.kueue_pods_ready_timeout == "60s" and spec.kueue_qps == 500.0
+    assert [q.gpus for q in spec.queues] == [11, 11, 10]
+    assert stage_spec("kueue", jobs, 4, ReplayParams(compress=10.0, kueue_qps=50.0)).kueue_qps == 50
