@@ -643,8 +643,7 @@ def shares(total: int, parts: int) -> list[int]:
 def stage_spec(stack: str, jobs: list[TraceJob], nodes: int, params: ReplayParams) -> StageSpec:
     """The stage one stack replays ``jobs`` on. Kueue's ClusterQueues (one per trace queue, in
     one cohort that lends idle quota) get equal shares of the cluster's GPUs: their nominal quotas
-    add up to the cluster. (Each with the whole cluster let Kueue admit several times what fits;
-    one shared ClusterQueue halved its admission rate, one head per ClusterQueue a cycle:
+    add up to the cluster. (Each with the whole cluster let Kueue admit several times what fits:
     docs/benchmarks.md section 6.) Kueue's timeout and client rate follow the trace clock."""
     names = sorted({_namespace(j.queue) for j in jobs})
     split = shares(nodes * 8, len(names))
