@@ -30,7 +30,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from benchmarks.live.stage import FINISH_AT, Queue, Stage, StageSpec
+from benchmarks.live.stage import FINISH_AT, KUEUE_QPS, Queue, Stage, StageSpec
 from benchmarks.live.workload import JOB_LABEL, PODGROUP_API, elastic_manifests, job_manifest
 from solver_sched.domain.cluster import is_power_of_two
 from solver_sched.kube.api import ApiError, KubeApi, load_client
@@ -654,7 +654,7 @@ def stage_spec(stack: str, jobs: list[TraceJob], nodes: int, params: ReplayParam
         nodes=nodes,
         queues=queues,
         kueue_pods_ready_timeout=f"{max(1.0, kueue_ready):.0f}s",
-        kueue_qps=params.kueue_qps or 50.0 * params.compress,
+        kueue_qps=params.kueue_qps or KUEUE_QPS * params.compress,
         kube_scoring=params.kube_scoring,
     )
 

@@ -81,6 +81,9 @@ class Queue:
     gpus: int
 
 
+KUEUE_QPS = 50.0  # Kueue's client rate on a stage in real time (solver-sched's default rate)
+
+
 @dataclass(frozen=True)
 class StageSpec:
     stack: str
@@ -92,7 +95,7 @@ class StageSpec:
     kueue_pods_ready_timeout: str = "5m"
     # Kueue's API client rate (requests per wall second; burst twice that). Its own default is 20;
     # the replay scales it with the time compression (``ReplayParams.kueue_qps``)
-    kueue_qps: float = 50.0
+    kueue_qps: float = KUEUE_QPS
     # kube-scheduler's NodeResourcesFit scoring ("": its default, LeastAllocated). A diagnostic:
     # MostAllocated packs pods as solver-sched's packing term does, to tell packing from the rest
     kube_scoring: str = ""
