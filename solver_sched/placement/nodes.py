@@ -12,7 +12,7 @@ pod's need instead of scanning every node.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from solver_sched.domain import resources as res
 from solver_sched.domain.cluster import Pod
@@ -112,13 +112,15 @@ class NodeState:
         pool = self._pools.get(key)
         if pool is None:
             nodes = self.snapshot.nodes
-            inside = None if fence is None else self._fences.get(fence, frozenset())
+            if fence is None:
+                among: Iterable[str] = self.feasible(pod)
+            else:  # the domain's few nodes, in feasible's order, not all the cluster's
+                admitting = self.admitting(pod)
+                among = (n for n in sorted(self._fences.get(fence, ())) if n in admitting)
             members = [
                 n
-                for n in self.feasible(pod)
-                if nodes[n].cluster == cluster
-                and (cls is None or self.class_of.get(n) == cls)
-                and (inside is None or n in inside)
+                for n in among
+                if nodes[n].cluster == cluster and (cls is None or self.class_of.get(n) == cls)
             ]
             pool = self._pools[key] = _Pool(members, self.free)
             for n in members:
