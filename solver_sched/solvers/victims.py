@@ -34,6 +34,8 @@ class Victims:
     """Who may be taken back for a starting gang, cheapest first, with a GPU pre-check so a gang
     that cannot fit even after every allowed victim is given up without trying placements."""
 
+    remember_no_room = True  # (tests turn it off: the same plans, found by the full walk)
+
     def __init__(
         self,
         st: PlanState,
@@ -60,6 +62,10 @@ class Victims:
         self.groups: dict[tuple[int, ...], list[int]] = {}  # shrinkable jobs by their queue rows
         for v in self.shrinkable:
             self.groups.setdefault(self.rows[v], []).append(v)
+        self.live = set(self.shrinkable)  # the jobs in groups (pruned with them)
+        # Shrinks that opened no room alone for a pod shape, until one of their nodes gets room
+        # back (_NoRoom): the first pass of a search walks only the others.
+        self._no_room: dict[Hashable, _NoRoom] = {}
         self.by_key: dict[str, list[int]] = {}
         for v in low_first:
             if jobs[v].running_ok:
@@ -204,9 +210,9 @@ class Victims:
         if self.taken:  # sizes only go down while gangs start: a job at its smallest stays out
             self.taken = False
             for rows in self.dirty & self.groups.keys():  # only victims' groups changed
-                self.groups[rows] = [
-                    v for v in self.groups[rows] if st.size[jobs[v].name] > self.smaller[v][-1]
-                ]
+                kept = [v for v in self.groups[rows] if st.size[jobs[v].name] > self.smaller[v][-1]]
+                self.live.difference_update(set(self.groups[rows]).difference(kept))
+                self.groups[rows] = kept
             self.dirty.clear()
         delta = st.change(j, target)  # what the start adds, to the cluster and to its queues
         need = delta.get(res.GPU, 0)
@@ -269,18 +275,26 @@ class Victims:
                 and res.fits(largest.requests, res.add(free[n], vec))
             ]
 
-        def steps() -> Iterator[tuple[int, int]]:
+        size_now, names, smaller = st.size, self.names, self.smaller
+
+        def shrinks() -> Iterator[int]:
+            """Shrinkable jobs whose rows give room, lowest priority first."""
             groups = [group for key, group in self.groups.items() if useful_rows(key)]
-            size_now, names, smaller = st.size, self.names, self.smaller
-            for v in heapq.merge(*groups, key=self.position.__getitem__):  # lowest priority first
-                if v != j and size_now[names[v]] > 0:  # running, not the gang; rows give room
-                    for size in smaller[v]:
-                        yield v, size
+            return heapq.merge(*groups, key=self.position.__getitem__)
+
+        def breaks() -> Iterator[tuple[int, int]]:
             breakable = self._breakable(frozenset(fired))
             groups = [group for key, group in breakable.items() if useful_rows(key)]
             for v in heapq.merge(*groups, key=self._rank.__getitem__):
                 if v != j and size_now[names[v]] > 0:
                     yield v, 0
+
+        def steps() -> Iterator[tuple[int, int]]:
+            for v in shrinks():
+                if v != j and size_now[names[v]] > 0:  # running, not the gang; rows give room
+                    for size in smaller[v]:
+                        yield v, size
+            yield from breaks()
 
         # value_aware: no victim that alone gives up as much guaranteed value as the start brings
         # (with debt the refills bring more: greedy._refill settles that)
@@ -326,7 +340,81 @@ class Victims:
             mark = st.mark()
             taken = 0
             helped = False  # some take-back opened room alone
-            todo: Iterable[tuple[int, int, bool]] = ((v, size, False) for v, size in steps())
+            # Shrinks known to open no room alone for this pod shape are not tested again. When
+            # no queue blocks the start (while one does, every take-back in it helps) and the
+            # victims are not value-aware (that walk also skips the dear ones, by the state at
+            # the time), the first pass does not even walk them, and if it does not start j, it
+            # rebuilds the list of those it deferred as the full walk would have (`replay`).
+            no_room = None
+            if self.remember_no_room and per_pod > 1 and largest is not None:
+                shape = (res.key(largest.requests), largest.constraints, jobs[j].clusters, fence)
+                no_room = self._no_room.get(shape)
+                if no_room is None:
+                    no_room = self._no_room[shape] = _NoRoom(self.smaller, len(st.nodes.given))
+                no_room.sync(st.nodes.given)
+            # the first pass's shrinks: visited (deferred or not), resized; the sizes before
+            outcome: dict[tuple[int, int], bool] = {}
+            resized: set[tuple[int, int]] = set()
+            began: dict[int, int] = {}
+
+            def unknown() -> Iterator[tuple[int, int, bool]]:
+                """The first pass: the shrinks not known to open no room, in the walk's order
+                (those that a take-back reopens behind the walk included), then the breaks."""
+                assert no_room is not None
+                given = st.nodes.given
+
+                def fits(pair: tuple[int, int]) -> bool:
+                    v = pair[0]
+                    return v in self.live and v != j and useful_rows(self.rows[v])
+
+                order = self.position.__getitem__
+                heap = [
+                    (order(v), -size, v, size)
+                    for v, size in no_room.open
+                    if size < size_now[names[v]] and fits((v, size))  # (larger sizes: skipped)
+                ]
+                heapq.heapify(heap)
+                while heap:
+                    at, neg, v, size = heapq.heappop(heap)
+                    if size_now[names[v]] > 0:
+                        yield v, size, False
+                    if len(given) > no_room.seen:  # a take-back gave nodes room back
+                        for w, ws in no_room.sync(given):
+                            if (order(w), -ws) > (at, neg) and fits((w, ws)):
+                                heapq.heappush(heap, (order(w), -ws, w, ws))
+                for v, size in breaks():
+                    yield v, size, False
+
+            def replay() -> list[tuple[int, int]]:
+                """The shrinks the full walk's first pass would have deferred, in its order:
+                those deferred, and those skipped as known to open no room that its size test
+                would have let through."""
+                out = []
+                for v in shrinks():
+                    size = began.get(v, size_now[names[v]])
+                    if v == j or size <= 0:
+                        continue
+                    for s in smaller[v]:
+                        if (v, s) in resized:
+                            size = s
+                            continue
+                        was = outcome.get((v, s))  # deferred, or visited and not
+                        if was or (was is None and s < size):
+                            out.append((v, s))
+                return out
+
+            def known(v: int, size: int) -> bool:
+                """A shrink known to open no room alone (nodes given room back read first)."""
+                if no_room is None or not size:
+                    return False
+                if len(st.nodes.given) > no_room.seen:
+                    no_room.sync(st.nodes.given)
+                return (v, size) not in no_room.open
+
+            first = no_room is not None and not blocked and gain is None
+            todo: Iterable[tuple[int, int, bool]] = (
+                unknown() if first else ((v, size, False) for v, size in steps())
+            )
             while True:
                 # Take-backs that open no room alone are retried once others were taken; if none
                 # was, those that open room on one node together are taken as a group (forced:
@@ -337,12 +425,22 @@ class Victims:
                 for v, size, forced in todo:
                     if taken >= MAX_VICTIM_STEPS:
                         break
+                    if first and size:
+                        outcome[(v, size)] = False
                     if size >= st.size[jobs[v].name]:
                         continue
                     if gain is not None and take_loss(st, v, size) >= gain:
                         continue  # too dear alone: in no set of victims worth taking
-                    if not forced and not frees_a_slot(v, size):
+                    # (the first pass meets no known shrink: `unknown` reads the nodes given room)
+                    if not forced and (
+                        (not first and not still_blocked and known(v, size))
+                        or not frees_a_slot(v, size)
+                    ):
                         deferred.append((v, size))
+                        if no_room is not None and size:
+                            if first:
+                                outcome[(v, size)] = True
+                            no_room.add((v, size), self.released_all(v, size))
                         continue
                     helped = True  # (even if the floors refuse it: they may not later)
                     # A shrink can only break a floor; refused ones cost no node work, are not
@@ -352,14 +450,22 @@ class Victims:
                         self.own_floor_refused |= not set(hits).isdisjoint(coming)
                         continue
                     taken += 1
+                    before = st.size[jobs[v].name]
                     if not st.resize(v, size, check_quota=False):
                         continue
+                    if first:
+                        began.setdefault(v, before)
+                        if size:
+                            resized.add((v, size))
                     self.dirty.add(self.rows[v])
                     if still_blocked:
                         still_blocked = bool(st.quota_blocks(j, target))
                     if free() >= need and st.resize(j, target):
                         self.taken = True
                         return True
+                if first and taken < MAX_VICTIM_STEPS:
+                    deferred = replay() + [(v, size) for v, size in deferred if not size]
+                first = False
                 if not deferred or taken >= MAX_VICTIM_STEPS:
                     break
                 if taken > taken_before:
@@ -423,6 +529,34 @@ class Victims:
             return
         yield None
         yield from domains_to_try(st, self.released, ask.key, need, steps())
+
+
+class _NoRoom:
+    """For one pod shape (and fence), the shrinks (job, size) that opened no room for it alone,
+    with the nodes they free. One stays known while none of its nodes got room back: room
+    elsewhere only shrinks (pods were bound), and what a job's shrink frees only shrinks as the
+    job does (what it freed became room given back). ``open``: every other shrink."""
+
+    def __init__(self, smaller: Mapping[int, list[int]], seen: int) -> None:
+        self.open = {(v, s): None for v, ss in smaller.items() for s in ss}
+        self.by_node: dict[str, list[tuple[int, int]]] = {}
+        self.seen = seen  # how far the record of nodes given room back was read
+
+    def add(self, pair: tuple[int, int], nodes: Iterable[str]) -> None:
+        if self.open.pop(pair, 0) is None:
+            for n in nodes:
+                self.by_node.setdefault(n, []).append(pair)
+
+    def sync(self, given: list[str]) -> list[tuple[int, int]]:
+        """Reopen the shrinks with a node given room back since last read; those reopened."""
+        out = []
+        for n in given[self.seen :]:
+            for pair in self.by_node.pop(n, ()):
+                if pair not in self.open:
+                    self.open[pair] = None
+                    out.append(pair)
+        self.seen = len(given)
+        return out
 
 
 def domains_to_try(

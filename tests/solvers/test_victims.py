@@ -9,9 +9,11 @@ from solver_sched.cycle import run_cycle
 from solver_sched.domain.topology import Topology
 from solver_sched.formulation.prepare import prepare
 from solver_sched.io import manifests as m
+from solver_sched.io.kube_snapshot import snapshot_from_objects
 from solver_sched.placement.state import PlanState
 from solver_sched.solvers import cpsat, greedy, victims
 from solver_sched.solvers.result import SolveStatus
+from solver_sched.synthetic import PRESETS, SIZES, preset_objects
 from tests.placement.test_topology import LEVELS, RACK, REQ, domains_of
 from tests.placement.test_topology import cfg as rack_cfg
 from tests.placement.test_topology import racks as rack_nodes
@@ -254,6 +256,38 @@ def test_a_search_no_victim_could_help_is_not_walked_again_until_a_node_gets_roo
     assert st.size["default/e1"] == 1
 
 
+def test_a_shrink_that_opened_no_room_is_tried_again_once_its_node_gets_room_back() -> None:
+    """p1's search finds that shrinking e1 opens no room on a (pin holds the rest of a) and starts
+    p1 by shrinking e2 on c. Once pin is gone from a, p2 (the same pod shape, allowed to break g)
+    shrinks e1 and starts on a rather than break g: a shrink is known to open no room only until
+    one of its nodes gets room back."""
+    el = {"gpus": 4, "min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
+    snap = snapshot(
+        *(node(n, gpus=8) for n in "abcde"),
+        gang("g", 1, gpus=8, running_on=["e"], priority=50),
+        gang("pin", 1, gpus=4, running_on=["a"], priority=1000),
+        gang("fb", 1, gpus=4, running_on=["b"], priority=1000),
+        gang("fd", 1, gpus=4, running_on=["d"], priority=1000),
+        gang("e1", 2, running_on=["b", "a"], **el),
+        gang("e2", 2, running_on=["d", "c"], priority=10, **el),
+        gang("p1", 1, gpus=8, priority=100),
+        gang("p2", 1, gpus=8, priority=100),
+        gang("hi", 1, gpus=16, priority=2000),  # may break pin (so pin may go); never fits
+    )
+    cfg = config()
+    problem = prepare(snap, cfg.weights, cfg.settings, NOW)
+    st = greedy.PlanState(snap, problem)
+    index = {jm.name: j for j, jm in enumerate(problem.jobs)}
+    v = victims.Victims(st, greedy.queue_order(problem))
+    assert v.start(index["default/p1"], 1, set())
+    assert st.placed == {"default/p1-worker-0": "c"}
+    assert (st.size["default/e1"], st.size["default/e2"]) == (2, 1)
+    assert st.resize(index["default/pin"], 0, check_quota=False)  # a gets room back
+    assert v.start(index["default/p2"], 1, set(problem.jobs[index["default/g"]].break_needs))
+    assert st.placed["default/p2-worker-0"] == "a"
+    assert (st.size["default/e1"], st.size["default/g"]) == (1, 1)
+
+
 def test_a_take_back_frees_no_room_where_other_pods_hold_the_cpu() -> None:
     """Shrinking e1 frees 8 GPUs on a, but another scheduler's pod holds 62 of a's 64 CPUs, so
     p's pod (4 CPUs) still cannot run there: e1 is not taken, e2 (next in the search, freeing d)
@@ -455,3 +489,38 @@ def test_a_partial_required_gang_takes_its_victims_in_its_own_rack() -> None:
     assert result.violations == []
     assert workers_after(snap, result.plan)["default/big"] == 4
     assert {e.job for e in result.plan.evictions} == {"default/low2-05", "default/low3-05"}
+
+
+@pytest.mark.parametrize(
+    ("size", "seeds"),
+    [("S", range(1, 7)), pytest.param("M", range(1, 3), marks=pytest.mark.slow)],
+    ids=["S", "M"],
+)
+def test_shrinks_known_to_open_no_room_are_skipped_without_changing_a_plan(
+    monkeypatch: pytest.MonkeyPatch, size: str, seeds: range
+) -> None:
+    """The search skips shrinks known to open no room alone for a pod shape until one of their
+    nodes gets room back, and rebuilds what the full walk would have deferred: greedy's plans in
+    all three orders are the full walk's, on every preset (a shrink skipped while it would open
+    room, or a deferred list rebuilt wrong, changes some)."""
+    cfg = config()
+    for preset in PRESETS:
+        for seed in seeds:
+            snap = snapshot_from_objects(preset_objects(preset, seed, NOW, SIZES[size]))
+            problem = prepare(snap, cfg.weights, cfg.settings, NOW, None)
+            order = greedy.queue_order(problem)
+            dense = greedy.start_order(problem, order, None, dense=True)
+            plans = []
+            for remember in (True, False):
+                monkeypatch.setattr(victims.Victims, "remember_no_room", remember)
+                plans.append(
+                    [
+                        (st.placed, st.size)
+                        for st in (
+                            greedy.greedy_plan(snap, problem),
+                            greedy.greedy_plan(snap, problem, dense, order=order),
+                            greedy.greedy_plan(snap, problem, None, True),
+                        )
+                    ]
+                )
+            assert plans[0] == plans[1], (preset, seed)
