@@ -18,8 +18,14 @@ and at solver-sched's (CP-SAT on the model with its value, less the topology ter
 plan's as a row and the gangs' racks spanned - 1 minimised; the model is a relaxation of the
 nodes, so this is a lower bound on every real plan of that value).
 
+``--scale``: issue 15's scale target instead. The controller's cycle (the default config, its
+size-based budget) on the ``rackL`` (2,000 nodes, 100 racks) and ``rackXL`` (10,000 nodes, 400
+racks) presets, snapshot in memory -> checked plan, against the L and XL cycle targets (3 s,
+8 s); with each phase, the candidate emitted and the two baselines' own times.
+
     .venv/bin/python -m benchmarks.topology [--seeds 20] [--first-seed 1001] [--time-limit 10]
         [--presets rack8,...] [--bounds]
+    .venv/bin/python -m benchmarks.topology --scale [--seeds 5] [--presets rackL,rackXL]
 """
 
 from __future__ import annotations
@@ -50,11 +56,17 @@ from solver_sched.solvers.cpsat import solve_cpsat
 from solver_sched.solvers.lexicographic import crossings, held_value
 from solver_sched.solvers.result import SolveStatus
 from solver_sched.solvers.topology_baselines import BASELINES, replay
-from solver_sched.synthetic.topology import RACK_LABEL, TOPOLOGY_PRESETS, topology_objects
+from solver_sched.synthetic.topology import (
+    RACK_LABEL,
+    TOPOLOGY_PRESETS,
+    TOPOLOGY_SCALE,
+    topology_objects,
+)
 
 NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)
 OUT = Path(__file__).resolve().parent / "results"
 SOLVERS = ("greedy", "solver-sched")
+SCALE_TARGETS = {"rackL": 3.0, "rackXL": 8.0}  # issue 14's L and XL cycle targets, seconds
 
 
 def run_instance(
@@ -180,6 +192,51 @@ def summary(rows: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def scale_instance(preset: str, seed: int) -> dict[str, Any]:
+    """One controller cycle (default config and budget) on a topology scale preset, checked."""
+    snap = snapshot_from_objects(topology_objects(preset, seed, NOW))
+    topo = snap.topologies["default"]
+    baselines = {}
+    for name, baseline in BASELINES.items():
+        t = time.perf_counter()
+        baseline(snap, topo)
+        baselines[name] = time.perf_counter() - t
+    t = time.perf_counter()
+    result = run_cycle(snap, SchedulerConfig(), NOW)
+    seconds = time.perf_counter() - t
+    bad = check(snap, result.plan, NOW, False, False, topo)
+    return {
+        "preset": preset,
+        "seed": seed,
+        "nodes": len(snap.nodes),
+        "cycle_s": seconds,
+        "target_s": SCALE_TARGETS[preset],
+        "phases": result.phases,
+        "chosen": result.chosen,
+        "bad": bad + result.violations,
+        "baselines_s": baselines,
+    }
+
+
+def scale_summary(rows: list[dict[str, Any]]) -> list[str]:
+    out = []
+    for r in rows:
+        phases = ", ".join(f"{k} {v:.2f}" for k, v in r["phases"].items())
+        base = ", ".join(f"{k} {v:.2f} s" for k, v in r["baselines_s"].items())
+        out.append(
+            f"{r['preset']} {r['seed']}: cycle {r['cycle_s']:.2f} s (target {r['target_s']:g}) "
+            f"[{phases}] emitted {r['chosen']}; {'BAD ' if r['bad'] else ''}baselines {base}"
+        )
+    for preset in dict.fromkeys(r["preset"] for r in rows):
+        secs = [r["cycle_s"] for r in rows if r["preset"] == preset]
+        target = SCALE_TARGETS[preset]
+        out.append(
+            f"{preset}: cycle median {statistics.median(secs):.2f} s, worst {max(secs):.2f} s "
+            f"over {len(secs)} seeds; within {target:g} s on {sum(x <= target for x in secs)}"
+        )
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--seeds", type=int, default=20)
@@ -187,9 +244,22 @@ def main(argv: list[str] | None = None) -> int:
         "--first-seed", type=int, default=REPORT_SEEDS, help="reported runs: 1001 on; tune < 1000"
     )
     p.add_argument("--time-limit", type=float, default=10.0)
-    p.add_argument("--presets", default=",".join(TOPOLOGY_PRESETS))
+    p.add_argument("--presets", help="default: the study's presets, or with --scale rackL,rackXL")
     p.add_argument("--bounds", action="store_true", help="the fewest crossings at each value")
+    p.add_argument("--scale", action="store_true", help="rackL/rackXL cycle times (issue 15)")
     args = p.parse_args(argv)
+    if args.scale:
+        presets = args.presets.split(",") if args.presets else list(TOPOLOGY_SCALE)
+        rows = [
+            scale_instance(preset, seed)
+            for preset in presets
+            for seed in range(args.first_seed, args.first_seed + args.seeds)
+        ]
+        for line in scale_summary(rows):
+            print(line)
+        OUT.mkdir(exist_ok=True)
+        (OUT / "topology-scale.json").write_text(json.dumps(rows, indent=2))
+        return 0
     cfg = SchedulerConfig(
         settings=Settings(
             time_limit_seconds=args.time_limit,
@@ -199,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     )
     rows = []
-    for preset in args.presets.split(","):
+    for preset in args.presets.split(",") if args.presets else TOPOLOGY_PRESETS:
         for seed in range(args.first_seed, args.first_seed + args.seeds):
             rows.append(run_instance(preset, seed, cfg, args.bounds))
             print(f"{preset} seed {seed} done", flush=True)
