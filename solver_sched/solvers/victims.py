@@ -358,30 +358,23 @@ class Victims:
             began: dict[int, int] = {}
 
             def unknown() -> Iterator[tuple[int, int, bool]]:
-                """The first pass: the shrinks not known to open no room, in the walk's order
-                (those that a take-back reopens behind the walk included), then the breaks."""
+                """The first pass: the shrinks not known to open no room, in the walk's order,
+                then the breaks."""
                 assert no_room is not None
-                given = st.nodes.given
 
-                def fits(pair: tuple[int, int]) -> bool:
-                    v = pair[0]
-                    return v in self.live and v != j and useful_rows(self.rows[v])
+                def visit(v: int, size: int) -> bool:  # (larger sizes: skipped by the walk)
+                    return (
+                        size < size_now[names[v]]
+                        and v in self.live
+                        and v != j
+                        and useful_rows(self.rows[v])
+                    )
 
-                order = self.position.__getitem__
-                heap = [
-                    (order(v), -size, v, size)
-                    for v, size in no_room.open
-                    if size < size_now[names[v]] and fits((v, size))  # (larger sizes: skipped)
-                ]
-                heapq.heapify(heap)
-                while heap:
-                    at, neg, v, size = heapq.heappop(heap)
-                    if size_now[names[v]] > 0:
-                        yield v, size, False
-                    if len(given) > no_room.seen:  # a take-back gave nodes room back
-                        for w, ws in no_room.sync(given):
-                            if (order(w), -ws) > (at, neg) and fits((w, ws)):
-                                heapq.heappush(heap, (order(w), -ws, w, ws))
+                def order(v: int, size: int) -> tuple[int, int]:
+                    return self.position[v], -size
+
+                for v, size in no_room.walk(order, visit, st.nodes.given):
+                    yield v, size, False
                 for v, size in breaks():
                     yield v, size, False
 
@@ -546,6 +539,24 @@ class _NoRoom:
         if self.open.pop(pair, 0) is None:
             for n in nodes:
                 self.by_node.setdefault(n, []).append(pair)
+
+    def walk(
+        self,
+        order: Callable[[int, int], tuple[int, int]],
+        visit: Callable[[int, int], bool],
+        given: list[str],
+    ) -> Iterator[tuple[int, int]]:
+        """The open shrinks ``visit`` lets through, in ``order``; while it walks, a node given
+        room back reopens its shrinks, and those ahead of the walk are walked too."""
+        heap = [(order(v, s), v, s) for v, s in self.open if visit(v, s)]
+        heapq.heapify(heap)
+        while heap:
+            at, v, s = heapq.heappop(heap)
+            yield v, s
+            if len(given) > self.seen:  # the caller's take-back gave nodes room back
+                for w, ws in self.sync(given):
+                    if order(w, ws) > at and visit(w, ws):
+                        heapq.heappush(heap, (order(w, ws), w, ws))
 
     def sync(self, given: list[str]) -> list[tuple[int, int]]:
         """Reopen the shrinks with a node given room back since last read; those reopened."""

@@ -288,6 +288,25 @@ def test_a_shrink_that_opened_no_room_is_tried_again_once_its_node_gets_room_bac
     assert (st.size["default/e1"], st.size["default/g"]) == (1, 1)
 
 
+def test_a_node_given_room_back_during_the_walk_reopens_the_shrinks_ahead_of_it() -> None:
+    """The first pass walks only the shrinks not known to open no room. When a take-back of the
+    walk gives node a room back, the known shrinks on a that come after it are walked too; one
+    before it is not (the full walk met it before the take-back) but is open for the next."""
+    no_room = victims._NoRoom({0: [1], 1: [2, 1], 2: [2, 1]}, 0)
+    no_room.add((0, 1), ["a"])
+    no_room.add((1, 1), ["a"])
+    no_room.add((2, 1), ["a", "c"])
+    no_room.add((2, 2), ["b"])
+    given: list[str] = []
+    walked = []
+    for v, size in no_room.walk(lambda v, s: (v, -s), lambda v, s: True, given):
+        walked.append((v, size))
+        if (v, size) == (1, 2):
+            given.append("a")  # the take-back of (1, 2) gives a room back
+    assert walked == [(1, 2), (1, 1), (2, 1)]
+    assert set(no_room.open) == {(0, 1), (1, 1), (1, 2), (2, 1)}  # (2, 2): b got nothing back
+
+
 def test_a_take_back_frees_no_room_where_other_pods_hold_the_cpu() -> None:
     """Shrinking e1 frees 8 GPUs on a, but another scheduler's pod holds 62 of a's 64 CPUs, so
     p's pod (4 CPUs) still cannot run there: e1 is not taken, e2 (next in the search, freeing d)
