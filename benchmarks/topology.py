@@ -201,10 +201,12 @@ def scale_instance(preset: str, seed: int) -> dict[str, Any]:
         t = time.perf_counter()
         baseline(snap, topo)
         baselines[name] = time.perf_counter() - t
+    cfg = SchedulerConfig()
     t = time.perf_counter()
-    result = run_cycle(snap, SchedulerConfig(), NOW)
+    result = run_cycle(snap, cfg, NOW)
     seconds = time.perf_counter() - t
-    bad = check(snap, result.plan, NOW, False, False, topo)
+    s = cfg.settings
+    bad = check(snap, result.plan, NOW, s.priority_preemption, s.queue_reclaim, topo)
     return {
         "preset": preset,
         "seed": seed,
@@ -215,6 +217,7 @@ def scale_instance(preset: str, seed: int) -> dict[str, Any]:
         "chosen": result.chosen,
         "bad": bad + result.violations,
         "baselines_s": baselines,
+        "search": result.stats.detail,
     }
 
 
