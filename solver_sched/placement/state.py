@@ -59,6 +59,9 @@ class PlanState:
             for r in self.rows_of.get(j, ()):
                 res.add_into(self.settled[r], self._usage(j, problem.jobs[j].current), -1)
         self._journal: list[Callable[[], None]] = []
+        # Every job whose size went up (a bind, or a rollback restoring it), in order: what a
+        # shrink of it frees then grows beyond what it freed before (victims.py, _NoRoom).
+        self.grown: list[int] = []
         self.covered = [  # per row: GPUs of guaranteed parts (queue-min coverage, for reclaim)
             sum(problem.jobs[j].guaranteed_gpus_at(problem.jobs[j].current) for j in row.jobs)
             for row in problem.quotas
@@ -308,6 +311,8 @@ class PlanState:
             self.covered[r] += covered
         self.size[name] = size
         self.unsettled.discard(j)
+        if size > old:
+            self.grown.append(j)
 
         def undo() -> None:
             for r in rows:
@@ -316,6 +321,8 @@ class PlanState:
                 res.add_into(self.settled[r], settled_delta, -1)
                 self.covered[r] -= covered
             self.size[name] = old
+            if old > size:
+                self.grown.append(j)
             if settles:
                 self.unsettled.add(j)
 

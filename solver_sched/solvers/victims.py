@@ -350,8 +350,8 @@ class Victims:
                 shape = (res.key(largest.requests), largest.constraints, jobs[j].clusters, fence)
                 no_room = self._no_room.get(shape)
                 if no_room is None:
-                    no_room = self._no_room[shape] = _NoRoom(self.smaller, len(st.nodes.given))
-                no_room.sync(st.nodes.given)
+                    no_room = self._no_room[shape] = _NoRoom(self.smaller, st.nodes.given, st.grown)
+                no_room.sync()
             # the first pass's shrinks: visited (deferred or not), resized; the sizes before
             outcome: dict[tuple[int, int], bool] = {}
             resized: set[tuple[int, int]] = set()
@@ -373,7 +373,7 @@ class Victims:
                 def order(v: int, size: int) -> tuple[int, int]:
                     return self.position[v], -size
 
-                for v, size in no_room.walk(order, visit, st.nodes.given):
+                for v, size in no_room.walk(order, visit):
                     yield v, size, False
                 for v, size in breaks():
                     yield v, size, False
@@ -400,8 +400,8 @@ class Victims:
                 """A shrink known to open no room alone (nodes given room back read first)."""
                 if no_room is None or not size:
                     return False
-                if len(st.nodes.given) > no_room.seen:
-                    no_room.sync(st.nodes.given)
+                if no_room.stale():
+                    no_room.sync()
                 return (v, size) not in no_room.open
 
             first = no_room is not None and not blocked and gain is None
@@ -526,47 +526,58 @@ class Victims:
 
 class _NoRoom:
     """For one pod shape (and fence), the shrinks (job, size) that opened no room for it alone,
-    with the nodes they free. One stays known while none of its nodes got room back: room
-    elsewhere only shrinks (pods were bound), and what a job's shrink frees only shrinks as the
-    job does (what it freed became room given back). ``open``: every other shrink."""
+    with the nodes they free. One stays known while none of its nodes got room back and its job
+    did not grow: room elsewhere only shrinks (pods were bound), and what a shrink frees only
+    shrinks as its job does (the pods it no longer frees left room on their nodes, given back);
+    a job that grows (a bind, or a rollback restoring its pods) frees more. ``open``: every
+    other shrink."""
 
-    def __init__(self, smaller: Mapping[int, list[int]], seen: int) -> None:
+    def __init__(
+        self, smaller: Mapping[int, list[int]], given: list[str], grown: list[int]
+    ) -> None:
         self.open = {(v, s): None for v, ss in smaller.items() for s in ss}
         self.by_node: dict[str, list[tuple[int, int]]] = {}
-        self.seen = seen  # how far the record of nodes given room back was read
+        self.by_job: dict[int, list[tuple[int, int]]] = {}
+        self.given, self.grown = given, grown  # NodeState.given, PlanState.grown
+        self.seen = len(self.given), len(self.grown)  # how far both records were read
 
     def add(self, pair: tuple[int, int], nodes: Iterable[str]) -> None:
         if self.open.pop(pair, 0) is None:
             for n in nodes:
                 self.by_node.setdefault(n, []).append(pair)
+            self.by_job.setdefault(pair[0], []).append(pair)
+
+    def stale(self) -> bool:
+        """Whether a node got room back or a job grew since the records were last read."""
+        return (len(self.given), len(self.grown)) != self.seen
 
     def walk(
-        self,
-        order: Callable[[int, int], tuple[int, int]],
-        visit: Callable[[int, int], bool],
-        given: list[str],
+        self, order: Callable[[int, int], tuple[int, int]], visit: Callable[[int, int], bool]
     ) -> Iterator[tuple[int, int]]:
         """The open shrinks ``visit`` lets through, in ``order``; while it walks, a node given
-        room back reopens its shrinks, and those ahead of the walk are walked too."""
+        room back (or a job grown) reopens shrinks, and those ahead of the walk are walked too."""
         heap = [(order(v, s), v, s) for v, s in self.open if visit(v, s)]
         heapq.heapify(heap)
         while heap:
             at, v, s = heapq.heappop(heap)
             yield v, s
-            if len(given) > self.seen:  # the caller's take-back gave nodes room back
-                for w, ws in self.sync(given):
+            if self.stale():  # the caller's take-back gave nodes room back
+                for w, ws in self.sync():
                     if order(w, ws) > at and visit(w, ws):
                         heapq.heappush(heap, (order(w, ws), w, ws))
 
-    def sync(self, given: list[str]) -> list[tuple[int, int]]:
-        """Reopen the shrinks with a node given room back since last read; those reopened."""
+    def sync(self) -> list[tuple[int, int]]:
+        """Reopen the shrinks with a node given room back, or whose job grew, since last read;
+        those reopened."""
         out = []
-        for n in given[self.seen :]:
-            for pair in self.by_node.pop(n, ()):
-                if pair not in self.open:
-                    self.open[pair] = None
-                    out.append(pair)
-        self.seen = len(given)
+        given, grown = self.seen
+        pairs = [p for n in self.given[given:] for p in self.by_node.pop(n, ())]
+        pairs += [p for v in self.grown[grown:] for p in self.by_job.pop(v, ())]
+        for pair in pairs:
+            if pair not in self.open:
+                self.open[pair] = None
+                out.append(pair)
+        self.seen = len(self.given), len(self.grown)
         return out
 
 

@@ -292,19 +292,44 @@ def test_a_node_given_room_back_during_the_walk_reopens_the_shrinks_ahead_of_it(
     """The first pass walks only the shrinks not known to open no room. When a take-back of the
     walk gives node a room back, the known shrinks on a that come after it are walked too; one
     before it is not (the full walk met it before the take-back) but is open for the next."""
-    no_room = victims._NoRoom({0: [1], 1: [2, 1], 2: [2, 1]}, 0)
+    given: list[str] = []
+    no_room = victims._NoRoom({0: [1], 1: [2, 1], 2: [2, 1]}, given, [])
     no_room.add((0, 1), ["a"])
     no_room.add((1, 1), ["a"])
     no_room.add((2, 1), ["a", "c"])
     no_room.add((2, 2), ["b"])
-    given: list[str] = []
     walked = []
-    for v, size in no_room.walk(lambda v, s: (v, -s), lambda v, s: True, given):
+    for v, size in no_room.walk(lambda v, s: (v, -s), lambda v, s: True):
         walked.append((v, size))
         if (v, size) == (1, 2):
             given.append("a")  # the take-back of (1, 2) gives a room back
     assert walked == [(1, 2), (1, 1), (2, 1)]
     assert set(no_room.open) == {(0, 1), (1, 1), (1, 2), (2, 1)}  # (2, 2): b got nothing back
+
+
+def test_a_shrink_is_no_longer_known_once_its_job_grew_back() -> None:
+    """A shrink of job 1 recorded while job 1 was smaller frees more once a rollback restores
+    job 1's pods (nodes the record does not list): job 1's growth reopens it, and a plan state
+    records the growth when a rollback undoes a shrink."""
+    grown: list[int] = []
+    no_room = victims._NoRoom({1: [2, 1], 2: [1]}, [], grown)
+    no_room.add((1, 1), ["a"])
+    no_room.add((2, 1), ["b"])
+    grown.append(1)
+    assert no_room.stale()
+    assert no_room.sync() == [(1, 1)]
+    assert set(no_room.open) == {(1, 2), (1, 1)}
+    el = {"gpus": 4, "min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
+    snap = snapshot(node("a", gpus=8), gang("e", 2, running_on=["a", "a"], **el), gang("p", 1))
+    cfg = config()
+    problem = prepare(snap, cfg.weights, cfg.settings, NOW)
+    st = greedy.PlanState(snap, problem)
+    e = next(j for j, jm in enumerate(problem.jobs) if jm.name == "default/e")
+    mark = st.mark()
+    assert st.resize(e, 1, check_quota=False)
+    assert st.grown == []
+    st.rollback(mark)
+    assert st.grown == [e]
 
 
 def test_a_take_back_frees_no_room_where_other_pods_hold_the_cpu() -> None:
