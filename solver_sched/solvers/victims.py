@@ -396,14 +396,6 @@ class Victims:
                             out.append((v, s))
                 return out
 
-            def known(v: int, size: int) -> bool:
-                """A shrink known to open no room alone (nodes given room back read first)."""
-                if no_room is None or not size:
-                    return False
-                if no_room.stale():
-                    no_room.sync()
-                return (v, size) not in no_room.open
-
             first = no_room is not None and not blocked and gain is None
             todo: Iterable[tuple[int, int, bool]] = (
                 unknown() if first else ((v, size, False) for v, size in steps())
@@ -426,7 +418,12 @@ class Victims:
                         continue  # too dear alone: in no set of victims worth taking
                     # (the first pass meets no known shrink: `unknown` reads the nodes given room)
                     if not forced and (
-                        (not first and not still_blocked and known(v, size))
+                        (
+                            not first
+                            and not still_blocked
+                            and no_room is not None
+                            and no_room.known(v, size)
+                        )
                         or not frees_a_slot(v, size)
                     ):
                         deferred.append((v, size))
@@ -546,6 +543,14 @@ class _NoRoom:
             for n in nodes:
                 self.by_node.setdefault(n, []).append(pair)
             self.by_job.setdefault(pair[0], []).append(pair)
+
+    def known(self, v: int, size: int) -> bool:
+        """A shrink known to open no room alone now (the records read first)."""
+        if not size:
+            return False
+        if self.stale():
+            self.sync()
+        return (v, size) not in self.open
 
     def stale(self) -> bool:
         """Whether a node got room back or a job grew since the records were last read."""
