@@ -66,20 +66,32 @@ class ClusterSnapshot:
     def queue_usage(self, pods: Iterable[Pod]) -> dict[str, dict[str, int]]:
         """Requests of these pods per queue of the tree (leaf and ancestors), and the number of
         jobs they belong to under MAX_JOBS. A missing queue reads as empty."""
-        per_job: dict[tuple[str, str], dict[str, int]] = {}  # (job, namespace) -> requests
-        for pod in pods:  # summed per job first: the queue lookups then run once per job
-            res.add_into(per_job.setdefault((pod.job, pod.namespace), {}), pod.requests)
+        # counted per job and request object first: a gang's pods usually share one (interned
+        # when read, io/pods.py), so the sums and queue lookups run once per job, not per pod
+        counted: dict[tuple[str, str, int], int] = {}
+        requests: dict[int, res.Resources] = {}
+        for pod in pods:
+            r = pod.requests
+            k = (pod.job, pod.namespace, id(r))
+            counted[k] = counted.get(k, 0) + 1
+            requests[id(r)] = r
+        per_leaf: dict[str, dict[str, int]] = {}  # then per leaf queue, then up its chain
+        names_in: dict[str, set[str]] = {}
+        leaf_of: dict[tuple[str, str], str] = {}
+        for (name, namespace, rid), n in counted.items():
+            leaf = leaf_of.get((name, namespace))
+            if leaf is None:
+                job = self.jobs.get(name)
+                leaf = self.queue_of(job) if job else self.quota.leaf_for(namespace)
+                leaf_of[(name, namespace)] = leaf
+                names_in.setdefault(leaf, set()).add(name)
+            res.add_into(per_leaf.setdefault(leaf, {}), requests[rid], n)
         usage: dict[str, dict[str, int]] = defaultdict(dict)
         jobs_in: dict[str, set[str]] = defaultdict(set)
-        chains: dict[str, tuple[str, ...]] = {}
-        for (name, namespace), requests in per_job.items():
-            job = self.jobs.get(name)
-            leaf = self.queue_of(job) if job else self.quota.leaf_for(namespace)
-            if leaf not in chains:
-                chains[leaf] = self.quota.chain(leaf)
-            for q in chains[leaf]:
-                res.add_into(usage[q], requests)  # a dict of its own per queue
-                jobs_in[q].add(name)
+        for leaf, total in per_leaf.items():
+            for q in self.quota.chain(leaf):
+                res.add_into(usage[q], total)  # a dict of its own per queue
+                jobs_in[q] |= names_in[leaf]
         for q, names in jobs_in.items():
             usage[q][MAX_JOBS] = len(names)
         return usage

@@ -106,6 +106,7 @@ def job_model(
     shapes_of: Mapping[str, int],
     class_of: Mapping[str, int],
     break_needs: tuple[str, ...],
+    tie: int = 0,
 ) -> JobModel:
     job = st.job
     options = size_options(job, st.running, st.waiting, (0, *st.sizes), shapes_of, class_of)
@@ -129,5 +130,6 @@ def job_model(
         clusters=clusters,
         break_needs=break_needs,
         shrink_needs_start=st.running_ok,
+        tie=tie,
         created=job.created.timestamp() if job.created is not None else None,
     )

@@ -40,11 +40,18 @@ class LinearModel:
     tie: dict[str, Terms] = field(default_factory=dict)
     band: int = 1
     tie_band: int = 1
+    # per variable, the larger magnitude of its bounds: what a coefficient can reach (``_span``)
+    reach: list[int] = field(default_factory=list, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if len(self.reach) != len(self.names):  # a model made from another's variables
+            self.reach = [max(abs(lo), abs(hi)) for lo, hi in zip(self.lb, self.ub, strict=True)]
 
     def var(self, name: str, lb: int, ub: int) -> int:
         self.names.append(name)
         self.lb.append(lb)
         self.ub.append(ub)
+        self.reach.append(max(abs(lb), abs(ub)))
         return len(self.names) - 1
 
     def add(self, name: str, terms: Terms, lo: int | None = None, hi: int | None = None) -> None:
@@ -56,7 +63,8 @@ class LinearModel:
         self.constraints.append(self._fit(Constraint(name, terms, lo, hi)))
 
     def _span(self, con: Constraint) -> int:
-        reach = sum(abs(c) * max(abs(self.lb[v]), abs(self.ub[v])) for v, c in con.terms)
+        per_var = self.reach
+        reach = sum([abs(c) * per_var[v] for v, c in con.terms])
         return max(reach, abs(con.lo or 0), abs(con.hi or 0))
 
     def _fit(self, con: Constraint) -> Constraint:

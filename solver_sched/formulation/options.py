@@ -3,7 +3,6 @@ quota usage and the value units, in one pass over the job's pods in keep order."
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Mapping
 
 from solver_sched.domain import resources as res
@@ -26,36 +25,47 @@ def size_options(
     value are prefix sums; evicted pods are the running suffix past s."""
     seq = running + waiting
     cur = len(running)
-    if sizes and max(sizes) > len(seq):
-        raise ValueError(f"job {job.name} has {len(seq)} pods, cannot run {max(sizes)}")
-    units = [0]
-    usage: list[dict[str, int]] = [{}]
-    for pod in seq[: max(sizes, default=0)]:
-        units.append(units[-1] + res.value_units(pod.requests))
-        usage.append(res.add(usage[-1], pod.requests))
+    top = max(sizes, default=0)
+    if top > len(seq):
+        raise ValueError(f"job {job.name} has {len(seq)} pods, cannot run {top}")
+    m = job.min_pods
+    marks = {*sizes, m}
+    # the prefix sums, kept at the sizes asked for (and the minimum) only
+    units = {0: 0}
+    usage: dict[int, dict[str, int]] = {0: {}}
+    new_at: dict[int, dict[int, int]] = {}
+    u = 0
+    acc: dict[str, int] = {}
+    new: dict[int, int] = {}
+    for i, pod in enumerate(seq[:top], 1):
+        u += res.value_units(pod.requests)
+        res.add_into(acc, pod.requests)
+        if i > cur:
+            sid = shapes_of[pod.name]
+            new[sid] = new.get(sid, 0) + 1
+        if i in marks:
+            units[i] = u
+            usage[i] = dict(acc)
+            new_at[i] = dict(new)
     # released at size s: requests of running[s:] per class, summed from the tail
     released_at: dict[int, dict[int, dict[str, int]]] = {}
-    acc: dict[int, dict[str, int]] = {}
+    freed: dict[int, dict[str, int]] = {}
     wanted = set(sizes)
     for k in range(cur - 1, -1, -1):
         pod = running[k]
         cid = class_of.get(pod.node_name or "")
         if cid is not None:
-            res.add_into(acc.setdefault(cid, {}), pod.requests)
+            res.add_into(freed.setdefault(cid, {}), pod.requests)
         if k in wanted:
-            released_at[k] = {c: dict(v) for c, v in acc.items()}
-    m = job.min_pods
+            released_at[k] = {c: dict(v) for c, v in freed.items()}
     out = []
     for size in sizes:
-        new: dict[int, int] = defaultdict(int)
-        for pod in seq[cur:size]:
-            new[shapes_of[pod.name]] += 1
         released = released_at.get(size, {})  # sizes at or above cur evict nothing
         guaranteed = size >= m
         out.append(
             SizeOption(
                 size=size,
-                new=dict(new),
+                new=new_at.get(size, {}),
                 released=released,
                 usage=usage[size],
                 guaranteed_units=units[m] if guaranteed else 0,

@@ -69,6 +69,7 @@ def prepare(
     shapes = shape_fit(snapshot, classes, shape_reqs, free, active)
     note_unplaceable(snapshot, active, shapes, shapes_of, reasons)
     tier = tier_weights(weights, [st.job.priority for st in active.values()])
+    ties = tie_weights(sorted(active), active)
     jobs = tuple(
         job_model(
             snapshot,
@@ -80,6 +81,7 @@ def prepare(
             shapes_of,
             class_of,
             triggers_of.get(n, ()),
+            ties[n],
         )
         for n in sorted(active)
     )
@@ -87,7 +89,9 @@ def prepare(
     gang_start = weights.gang_start if short is None else 0
     if gang_start:
         withheld = withholdings(jobs)  # rule 9: what breaking each running gang withholds
-        jobs = tuple(replace(jm, withholds=withheld.get(jm.name, 0)) for jm in jobs)
+        jobs = tuple(
+            replace(jm, withholds=w) if (w := withheld.get(jm.name)) else jm for jm in jobs
+        )
     quotas = quota_rows(snapshot, jobs, active, usage_now, borrowing)
     open_domains = free_domains(snapshot, topology, keys) if weights.fragmentation else ()
     per_level: dict[str, set[object]] = {}
@@ -105,12 +109,10 @@ def prepare(
         weights.fragmentation,
     )
     too_large = overflow_reason(jobs, quotas, band, weights)
-    ties = tie_weights([jm.name for jm in jobs], active)
     tie_band = 1 + sum(ties.values())
-    if tie_band > 1 and overflow_reason(jobs, quotas, band * tie_band, weights) is None:
-        jobs = tuple(replace(jm, tie=ties[jm.name]) for jm in jobs)
-    else:
-        tie_band = 1  # none nominated, or no room in the solvers' integers for the tie band
+    if tie_band > 1 and overflow_reason(jobs, quotas, band * tie_band, weights) is not None:
+        jobs = tuple(replace(jm, tie=0) for jm in jobs)  # no room in the solvers' integers
+        tie_band = 1
     return Problem(
         classes=classes,
         shapes=shapes,

@@ -24,6 +24,7 @@ class LoadContext:
     priority_classes: dict[str, int] = field(default_factory=dict)
     default_priority: int = 0
     constraints: dict[Any, NodeConstraints] = field(default_factory=dict)  # interned (pods.py)
+    requests: dict[Any, dict[str, int]] = field(default_factory=dict)  # interned (pods.py)
 
     def error(self, obj: str, fld: str, msg: str) -> str:
         self.errors.append(InputError(obj, fld, msg))

@@ -122,6 +122,8 @@ def pod_from(b: LoadContext, raw: dict[str, Any], nodes: dict[str, Node]) -> Pod
     ns = p.metadata.namespace or "default"
     name = f"{ns}/{p.metadata.name}"
     requests = _pod_requests(b, f"Pod {name}", p)
+    if isinstance(requests, dict):  # interned per load: a gang's pods share one request
+        requests = b.requests.setdefault(res.key(requests), requests)
     try:
         phase = PodPhase(p.status.phase)
     except ValueError:

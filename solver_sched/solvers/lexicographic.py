@@ -38,6 +38,7 @@ def held_value(model: LinearModel, values: list[int], objective: Terms) -> Linea
         names=model.names,
         lb=model.lb,
         ub=model.ub,
+        reach=model.reach,
         constraints=list(model.constraints),
         elastic={"objective": list(objective)},
     )

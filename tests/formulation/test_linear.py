@@ -105,3 +105,12 @@ def test_an_objective_term_names_one_of_the_two_bands() -> None:
     with pytest.raises(ValueError, match="no band 'elastik'"):
         m.term("elastik", "e", [(0, 1)])
     assert (list(m.guaranteed), list(m.elastic)) == (["g"], ["e"])
+
+
+def test_a_model_made_from_anothers_variables_rescales_its_rows_too() -> None:
+    """``reach`` (what each variable's coefficient can reach) is rebuilt when a model is made
+    from another's variable lists (solvers/lexicographic.py does)."""
+    base = _model([3, 2])
+    m = LinearModel(names=base.names, lb=base.lb, ub=base.ub)
+    m.add("cap", [(0, EXA), (1, 2 * EXA)], None, 5 * EXA + 12345)
+    assert _span(m) <= LIMIT

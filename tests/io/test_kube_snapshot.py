@@ -6,6 +6,7 @@ Every test goes through the public entry point with plain manifests (as kubectl 
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -14,7 +15,7 @@ import pytest
 from solver_sched.domain import resources as res
 from solver_sched.domain.affinity import Taint
 from solver_sched.domain.cluster import PodPhase, SizePolicy
-from solver_sched.domain.quota import IMPLICIT_QUEUE
+from solver_sched.domain.quota import IMPLICIT_QUEUE, MAX_JOBS
 from solver_sched.domain.snapshot import ClusterSnapshot
 from solver_sched.io.kube_snapshot import Parsed, snapshot_from_objects
 from tests.support.builders import gang, node, pod, pod_group, quota_tree
@@ -997,3 +998,40 @@ def test_a_pod_is_read_again_when_its_node_changed() -> None:
     relabelled = node("n1", labels={"solver-sched.io/cluster": "east"})
     again = snapshot_from_objects([relabelled, objs[1]], parsed=parsed)
     assert again.pods["default/p"].cluster == "east"
+
+
+def test_pods_with_equal_requests_share_one_request_object() -> None:
+    """Interned when read: queue usage sums a gang's pods per request object (one sum per gang)."""
+    s = snap(gang("g", 3, gpus=2), pod("p", gpus=1))
+    a, b, c = (s.pods[f"default/g-worker-{i}"].requests for i in range(3))
+    assert a is b is c
+    assert s.pods["default/p"].requests is not a and dict(s.pods["default/p"].requests) != dict(a)
+
+
+def test_queue_usage_sums_every_pod_up_the_tree_whether_requests_are_shared_or_not() -> None:
+    """Pods sharing a request object and pods with equal, separate ones count the same; a job
+    counts once per queue of its chain; a pod without a job of ours counts in its namespace's
+    queue."""
+    s = snap(
+        _tree(),
+        gang("g", 3, namespace="a1", gpus=2, running_on=["n1", "n1", "n2"]),
+        gang("h", 2, namespace="a2", gpus=1, running_on=["n2", "n2"]),
+        pod("lone", namespace="b1", gpus=0, cpu="3", node_name="n3", scheduler="other"),
+    )
+    pods = [p for p in s.pods.values() if p.bound]
+    h = [p for p in pods if p.job == "a2/h"]
+    assert len(h) == 2 and h[0].requests is h[1].requests
+    separate = [replace(p, requests=dict(p.requests)) if p.job == "a2/h" else p for p in pods]
+    expected: dict[str, dict[str, int]] = {}
+    jobs: dict[str, set[str]] = {}
+    for p in pods:  # the reference: per pod, up its leaf's chain
+        job = s.jobs.get(p.job)
+        leaf = s.queue_of(job) if job else s.quota.leaf_for(p.namespace)
+        for q in s.quota.chain(leaf):
+            res.add_into(expected.setdefault(q, {}), p.requests)
+            jobs.setdefault(q, set()).add(p.job)
+    for q, names in jobs.items():
+        expected[q][MAX_JOBS] = len(names)
+    assert expected["root"][GPU] == 8 and expected["root"][MAX_JOBS] == 3
+    assert s.queue_usage(pods) == expected
+    assert s.queue_usage(separate) == expected
