@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import heapq
 import time
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 
 from solver_sched.domain import resources as res
 from solver_sched.domain.topology import Mode
@@ -363,17 +363,9 @@ class Victims:
                 assert no_room is not None
 
                 def visit(v: int, size: int) -> bool:  # (larger sizes: skipped by the walk)
-                    return (
-                        size < size_now[names[v]]
-                        and v in self.live
-                        and v != j
-                        and useful_rows(self.rows[v])
-                    )
+                    return v in self.live and v != j and useful_rows(self.rows[v])
 
-                def order(v: int, size: int) -> tuple[int, int]:
-                    return self.position[v], -size
-
-                for v, size in no_room.walk(order, visit):
+                for v, size in no_room.walk(size_now, names, visit):
                     yield v, size, False
                 for v, size in breaks():
                     yield v, size, False
@@ -533,6 +525,7 @@ class _NoRoom:
         self, smaller: Mapping[int, list[int]], given: list[str], grown: list[int]
     ) -> None:
         self.open = {(v, s): None for v, ss in smaller.items() for s in ss}
+        self.smaller = smaller  # jobs in the walk's order, each one's sizes largest first
         self.by_node: dict[str, list[tuple[int, int]]] = {}
         self.by_job: dict[int, list[tuple[int, int]]] = {}
         self.given, self.grown = given, grown  # NodeState.given, PlanState.grown
@@ -557,19 +550,24 @@ class _NoRoom:
         return (len(self.given), len(self.grown)) != self.seen
 
     def walk(
-        self, order: Callable[[int, int], tuple[int, int]], visit: Callable[[int, int], bool]
+        self, size: Mapping[str, int], names: Sequence[str], visit: Callable[[int, int], bool]
     ) -> Iterator[tuple[int, int]]:
-        """The open shrinks ``visit`` lets through, in ``order``; while it walks, a node given
-        room back (or a job grown) reopens shrinks, and those ahead of the walk are walked too."""
-        heap = [(order(v, s), v, s) for v, s in self.open if visit(v, s)]
-        heapq.heapify(heap)
-        while heap:
-            at, v, s = heapq.heappop(heap)
-            yield v, s
-            if self.stale():  # the caller's take-back gave nodes room back
-                for w, ws in self.sync():
-                    if order(w, ws) > at and visit(w, ws):
-                        heapq.heappush(heap, (order(w, ws), w, ws))
+        """The open shrinks below their job's size (``size`` by ``names``) that ``visit`` lets
+        through, in the order of ``smaller`` (lowest priority first, each job's sizes largest
+        first); while it walks, a node given room back (or a job grown) reopens shrinks, and
+        those ahead of the walk are walked too. Lazily: a walk usually stops after a take-back
+        or two, out of thousands of shrinks, most of them at or above their job's size.
+        ``visit`` must not change for the shrinks ahead while the walk is under way (the caller
+        only shrinks the job it was just given, whose smaller sizes come next and stay below
+        its size)."""
+        open_ = self.open
+        for v, sizes in self.smaller.items():
+            now = size[names[v]]
+            for s in sizes:
+                if s < now and (v, s) in open_ and visit(v, s):
+                    yield v, s
+                    if self.stale():  # the caller's take-back gave nodes room back
+                        self.sync()
 
     def sync(self) -> list[tuple[int, int]]:
         """Reopen the shrinks with a node given room back, or whose job grew, since last read;

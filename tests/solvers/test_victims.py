@@ -299,12 +299,21 @@ def test_a_node_given_room_back_during_the_walk_reopens_the_shrinks_ahead_of_it(
     no_room.add((2, 1), ["a", "c"])
     no_room.add((2, 2), ["b"])
     walked = []
-    for v, size in no_room.walk(lambda v, s: (v, -s), lambda v, s: True):
+    for v, size in no_room.walk({"j": 3}, ["j"] * 3, lambda v, s: True):
         walked.append((v, size))
         if (v, size) == (1, 2):
             given.append("a")  # the take-back of (1, 2) gives a room back
     assert walked == [(1, 2), (1, 1), (2, 1)]
     assert set(no_room.open) == {(0, 1), (1, 1), (1, 2), (2, 1)}  # (2, 2): b got nothing back
+
+
+def test_the_walk_passes_over_sizes_a_job_is_not_above_and_those_visit_refuses() -> None:
+    """Jobs in ``smaller``'s order, each one's sizes largest first, only those below the job's
+    size now, and only where ``visit`` lets them through."""
+    no_room = victims._NoRoom({5: [4, 2, 1], 3: [2, 1], 7: [1]}, [], [])
+    size, names = {"e5": 2, "e3": 4, "e7": 1}, [f"e{v}" for v in range(8)]
+    walked = list(no_room.walk(size, names, lambda v, s: (v, s) != (3, 1)))
+    assert walked == [(5, 1), (3, 2)]
 
 
 def test_a_shrink_is_no_longer_known_once_its_job_grew_back() -> None:
