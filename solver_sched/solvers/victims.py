@@ -453,10 +453,13 @@ class Victims:
                 if taken > taken_before:
                     todo = [(v, size, False) for v, size in deferred]
                     continue
-                most = most_freed(deferred, self.released_all)
+                # summed in full only on nodes whose GPUs could make room (room tests them first)
+                near = near_room(deferred, released, st.nodes.free, per_pod)
+                most = most_freed(deferred, self.released_all, near)
                 group = grouped(deferred, released, lambda freed: room(freed, inside), most)
                 if not group:
                     if memo is not None and not helped:
+                        most = most_freed(deferred, self.released_all)  # every node, for later
                         self._unreachable[memo] = (most, len(st.nodes.given))
                     break
                 rest = [(v, size, False) for v, size in deferred if (v, size) not in group]
@@ -658,18 +661,41 @@ def take_loss(st: PlanState, v: int, size: int) -> int:
     return loss
 
 
-def most_freed(
-    steps: list[tuple[int, int]], released: Callable[[int, int], Vectors]
-) -> dict[str, dict[str, int]]:
-    """Node -> what all these take-backs free there (each victim at its smallest size)."""
+def _smallest(steps: list[tuple[int, int]]) -> dict[int, int]:
     smallest: dict[int, int] = {}
     for v, size in steps:
         smallest[v] = min(size, smallest.get(v, size))
+    return smallest
+
+
+def most_freed(
+    steps: list[tuple[int, int]],
+    released: Callable[[int, int], Vectors],
+    only: set[str] | None = None,
+) -> dict[str, dict[str, int]]:
+    """Node -> what all these take-backs free there (each victim at its smallest size), on
+    the nodes ``only`` names (None: every node)."""
     most: dict[str, dict[str, int]] = {}
-    for v, size in smallest.items():
+    for v, size in _smallest(steps).items():
         for node, vec in released(v, size).items():
-            res.add_into(most.setdefault(node, {}), vec)
+            if only is None or node in only:
+                res.add_into(most.setdefault(node, {}), vec)
     return most
+
+
+def near_room(
+    steps: list[tuple[int, int]],
+    released: Freed,
+    free: Mapping[str, Mapping[str, int]],
+    per_pod: int,
+) -> set[str]:
+    """The nodes where the GPUs free now plus those all these take-backs free (each victim at
+    its smallest size) reach ``per_pod``: the only ones where they may open room together."""
+    gpus: dict[str, int] = {}
+    for v, size in _smallest(steps).items():
+        for node, g in released(v, size).items():
+            gpus[node] = gpus.get(node, 0) + g
+    return {n for n, g in gpus.items() if free[n].get(res.GPU, 0) + g >= per_pod}
 
 
 def grouped(
