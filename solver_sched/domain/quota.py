@@ -31,6 +31,10 @@ class QuotaTree:
     queues: Mapping[str, Queue] = field(default_factory=dict)
     # namespace -> owning queue, built on first use (asked per job and per lone pod)
     _owner: dict[str, str] = field(default_factory=dict, init=False, repr=False, compare=False)
+    # queue -> its chain, kept once asked (asked per job by the model, greedy and the checker)
+    _chains: dict[str, tuple[str, ...]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def leaf_for(self, namespace: str) -> str:
         if not self._owner and self.queues:
@@ -41,6 +45,9 @@ class QuotaTree:
 
     def chain(self, queue: str) -> tuple[str, ...]:
         """The queue and its ancestors, leaf first (empty for the implicit queue)."""
+        known = self._chains.get(queue)
+        if known is not None:
+            return known
         out: list[str] = []
         seen: set[str] = set()
         cur: str | None = queue
@@ -48,7 +55,8 @@ class QuotaTree:
             seen.add(cur)
             out.append(cur)
             cur = self.queues[cur].parent
-        return tuple(out)
+        self._chains[queue] = found = tuple(out)
+        return found
 
     def first_invalid(self, queue: str) -> Queue | None:
         """The first invalid queue on the chain: its jobs depend on it, so they are held."""

@@ -18,10 +18,16 @@ from solver_sched.solvers.result import SolveStatus
 PRESOLVE_ITERATIONS = 1
 PROBING_LEVEL = 0
 LIGHT_BELOW = 5.0
+# Nor symmetry detection under LIGHT_BELOW, at any size: CP-SAT does not stop inside it, and on a
+# rackXL model (88k variables) it held a search asked for 2 s for 4.4 s (2.1 s without it), past
+# the cycle's budget; in the windows a cycle gives M and L searches (0.6-1.5 s, greedy's hint)
+# the plans were the same with and without it on 13 instances (docs/benchmarks.md).
+SYMMETRY_LEVEL = 0
 
 # Small models (S: 907 variables) spend their short search in the root LP's cut loop before the
 # first LP-guided dive finds the optimum. All rows in the LP from the start, one cut round, no
-# symmetry detection and a one-conflict hint phase bring that dive forward: time to the proven S
+# symmetry detection (now off in every short search) and a one-conflict hint phase bring that
+# dive forward: time to the proven S
 # optimum 0.25 -> 0.08-0.10 s on seed 1, 0.10-0.16 -> 0.10-0.15 s on seeds 2-4 (same run,
 # docs/benchmarks.md). At M (4,266 variables) they change nothing measurable, so larger models
 # keep CP-SAT's defaults.
@@ -29,7 +35,6 @@ SMALL_MODEL = 2000  # variables
 SMALL_MODEL_PARAMETERS = {
     "add_lp_constraints_lazily": False,
     "max_cut_rounds_at_level_zero": 1,
-    "symmetry_level": 0,
     "hint_conflict_limit": 1,
 }
 
@@ -85,6 +90,7 @@ class Search:
         if time_limit < LIGHT_BELOW:
             solver.parameters.max_presolve_iterations = PRESOLVE_ITERATIONS
             solver.parameters.cp_model_probing_level = PROBING_LEVEL
+            solver.parameters.symmetry_level = SYMMETRY_LEVEL
             if len(model.names) <= SMALL_MODEL:
                 for name, value in SMALL_MODEL_PARAMETERS.items():
                     setattr(solver.parameters, name, value)

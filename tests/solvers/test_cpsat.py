@@ -1,0 +1,35 @@
+"""CP-SAT parameters by search length and model size (their measurements: docs/benchmarks.md)."""
+
+from __future__ import annotations
+
+from solver_sched.formulation.linear import LinearModel
+from solver_sched.solvers.cpsat import LIGHT_BELOW, SMALL_MODEL, Search
+
+
+def _model(variables: int) -> LinearModel:
+    m = LinearModel()
+    for i in range(variables):
+        m.var(f"v{i}", 0, 1)
+    m.add("one", [(0, 1), (1, 1)], None, 1)
+    m.term("guaranteed", "value", [(0, 2), (1, 1)])
+    return m
+
+
+def test_a_short_search_on_a_large_model_detects_no_symmetry() -> None:
+    """CP-SAT does not stop inside symmetry detection, which held a large model's short search
+    seconds past its limit: short searches skip it at every size; long ones keep the default."""
+    large = _model(SMALL_MODEL + 1)
+    short = Search(large, None, 1.0, 1, 0).solver.parameters
+    long = Search(large, None, LIGHT_BELOW, 1, 0).solver.parameters
+    assert short.symmetry_level == 0
+    assert (
+        long.symmetry_level == Search(_model(3), None, 60.0, 1, 0).solver.parameters.symmetry_level
+    )
+    assert long.symmetry_level != 0
+    assert short.max_presolve_iterations == 1 and short.add_lp_constraints_lazily
+
+
+def test_the_search_finds_the_optimum_of_a_tiny_model() -> None:
+    status, values, objective, _, _, _ = Search(_model(3), None, 1.0, 1, 0).run()
+    assert status.name == "OPTIMAL" and values is not None and values[:2] == [1, 0]
+    assert objective == 2
