@@ -44,3 +44,24 @@ def test_options_match_change_to(seed: int) -> None:
             assert o.guaranteed_gpus == (gpus if full else 0)
             checked += 1
     assert checked > 50  # the instance has jobs with several sizes, running and pending
+
+
+def test_a_minimum_that_is_not_among_the_sizes_still_sets_the_guaranteed_part() -> None:
+    """size_options asked for sizes 4 and 8 of a job whose minimum is 3 (no loader makes one:
+    the prefix sums are kept at the minimum too, whatever the sizes asked)."""
+    from dataclasses import replace
+
+    from solver_sched.formulation.options import size_options
+    from tests.support.builders import gang, node, snapshot
+
+    snap = snapshot(
+        node("a", gpus=8), gang("g", 8, gpus=1, min_member=2, size_policy="power-of-two")
+    )
+    problem = prepare(snap, ObjectiveWeights(), Settings(), NOW)
+    job = replace(snap.jobs["default/g"], min_pods=3)
+    waiting = snap.waiting_pods(job)
+    options = size_options(job, (), waiting, (0, 4, 8), problem.shape_of, problem.class_of)
+    by_size = {o.size: o for o in options}
+    assert (by_size[4].guaranteed_units, by_size[4].elastic_units) == (3, 1)
+    assert (by_size[8].guaranteed_units, by_size[8].elastic_units) == (3, 5)
+    assert by_size[4].guaranteed_gpus == 3 and by_size[0].guaranteed_units == 0

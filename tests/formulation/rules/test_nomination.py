@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
+from solver_sched.formulation import prepare as prepare_module
 from solver_sched.formulation.rules import nomination, objective
-from tests.support.builders import gang, node, plan, snapshot, workers_after
+from tests.support.builders import NOW, config, gang, node, plan, snapshot, workers_after
 from tests.support.rule_model import rule_model
 
 BACKENDS = ["cpsat", "milp", "greedy"]
@@ -79,3 +80,22 @@ def test_identical_jobs_are_told_apart_by_age_then_name_in_every_cycle(backend: 
     for _ in range(3):
         after = workers_after(snap, plan(snap, backend).plan)
         assert {j for j, n in after.items() if n} == {"default/b3", "default/b1"}
+
+
+def test_no_tie_band_when_it_would_overflow_the_solvers_integers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The nominated job's tie weight is set when jobs are built; where the objective scaled by
+    the tie band would overflow, every tie goes back to 0 and there is no tie band."""
+    bands: list[int] = []
+
+    def overflow(jobs: Any, quotas: Any, band: int, weights: Any) -> str | None:
+        bands.append(band)
+        return "too large" if len(bands) == 2 else None  # only with the tie band
+
+    monkeypatch.setattr(prepare_module, "overflow_reason", overflow)
+    cfg = config()
+    problem = prepare_module.prepare(snapshot(*_room_for_one("b7")), cfg.weights, cfg.settings, NOW)
+    assert bands[1] == 2 * bands[0]  # the check ran with the tie band
+    assert problem.tie_band == 1 and problem.too_large is None
+    assert {jm.tie for jm in problem.jobs} == {0}
