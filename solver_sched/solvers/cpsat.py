@@ -21,16 +21,15 @@ LIGHT_BELOW = 5.0
 # Nor symmetry detection under LIGHT_BELOW, at any size: CP-SAT does not stop inside it, and on a
 # rackXL model (88k variables) it held a search asked for 2 s for 4.4 s (2.1 s without it), past
 # the cycle's budget; in the windows a cycle gives M and L searches (0.6-1.5 s, greedy's hint)
-# the plans were the same with and without it on 13 instances (docs/benchmarks.md).
+# CP-SAT's objective was the same with and without it on 14 instances (docs/benchmarks.md).
 SYMMETRY_LEVEL = 0
 
 # Small models (S: 907 variables) spend their short search in the root LP's cut loop before the
 # first LP-guided dive finds the optimum. All rows in the LP from the start, one cut round, no
 # symmetry detection (now off in every short search) and a one-conflict hint phase bring that
-# dive forward: time to the proven S
-# optimum 0.25 -> 0.08-0.10 s on seed 1, 0.10-0.16 -> 0.10-0.15 s on seeds 2-4 (same run,
-# docs/benchmarks.md). At M (4,266 variables) they change nothing measurable, so larger models
-# keep CP-SAT's defaults.
+# dive forward: time to the proven S optimum 0.25 -> 0.08-0.10 s on seed 1, 0.10-0.16 ->
+# 0.10-0.15 s on seeds 2-4 (same run, docs/benchmarks.md). At M (4,266 variables) they change
+# nothing measurable, so larger models keep CP-SAT's defaults.
 SMALL_MODEL = 2000  # variables
 SMALL_MODEL_PARAMETERS = {
     "add_lp_constraints_lazily": False,
