@@ -3,8 +3,10 @@
 For each size and dump profile (``benchmarks/kubectl_dump.py``: compact, kubectl, managed),
 several instances (one seed each) are written once to ``benchmarks/results/dumps/`` and
 `solver-sched whatif` runs on each as a child process: wall time from spawn to exit, and the
-child's peak RSS (``wait4``). Each measured run follows a greedy-only run of the same file (the
-baseline, measured in the same machine state), and the ratio between the two is reported with
+child's peak RSS (``wait4``). Each measured run (``--time-limit``: the size's search) follows a
+greedy-only run of the same file (the baseline, measured in the same machine state) and a run
+with the defaults (no ``--time-limit``: the cycle's budget by cluster size, what a user gets),
+and the ratio between the measured run and the baseline is reported with
 the medians and worst cases over the instances. A calibration loop (10^7 additions) and the load
 average give the machine's state. ``--old-loader`` also times the previous pure-Python YAML
 loader on the first instance of each case, as the starting point of the issue.
@@ -100,9 +102,10 @@ def run(cmd: list[str]) -> dict[str, Any]:
     return {"wall": wall, "rss": usage.ru_maxrss / 1024, "code": proc.returncode, "steps": steps}
 
 
-def whatif(path: Path, solver: str, search: float) -> dict[str, Any]:
+def whatif(path: Path, solver: str, search: float | None) -> dict[str, Any]:
+    """One what-if process; ``search`` None: without --time-limit (the cycle's own budget)."""
     cmd = [str(EXE), "whatif", str(path), "--now", NOW, "-o", "json", "--timings"]
-    cmd += ["--solver", solver, "--time-limit", str(search)]
+    cmd += ["--solver", solver] + ([] if search is None else ["--time-limit", str(search)])
     return run(cmd)
 
 
@@ -126,7 +129,8 @@ def measure(size: Size, profile: str, instances: int, old: bool) -> dict[str, An
     runs = []
     for seed in range(1, instances + 1):
         path = dump_path(size.nodes, profile, seed)
-        greedy = whatif(path, "greedy", size.search)
+        greedy = whatif(path, "greedy", None)
+        default = whatif(path, "cpsat", None)
         cpsat = whatif(path, "cpsat", size.search)
         runs.append(
             {
@@ -134,13 +138,15 @@ def measure(size: Size, profile: str, instances: int, old: bool) -> dict[str, An
                 "file_mb": path.stat().st_size / 1e6,
                 "load": os.getloadavg()[0],
                 "greedy": greedy,
+                "default": default,
                 "cpsat": cpsat,
                 "ratio": cpsat["wall"] / greedy["wall"],
             }
         )
         print(
             f"  {profile:8} {size.nodes:>6} seed {seed}: {cpsat['wall']:6.2f} s "
-            f"(greedy-only {greedy['wall']:5.2f} s), {cpsat['rss']:5.0f} MB, "
+            f"(default {default['wall']:5.2f} s, greedy-only {greedy['wall']:5.2f} s), "
+            f"{cpsat['rss']:5.0f} MB, "
             f"{runs[-1]['file_mb']:7.1f} MB file, load {runs[-1]['load']:.1f}, "
             f"steps {_steps(cpsat)}",
             flush=True,
@@ -152,9 +158,10 @@ def measure(size: Size, profile: str, instances: int, old: bool) -> dict[str, An
         "target": size.target,
         "runs": runs,
         "wall": _summary([r["cpsat"]["wall"] for r in runs]),
+        "default_wall": _summary([r["default"]["wall"] for r in runs]),
         "greedy_wall": _summary([r["greedy"]["wall"] for r in runs]),
         "ratio": _summary([r["ratio"] for r in runs]),
-        "rss": _summary([max(r["cpsat"]["rss"], r["greedy"]["rss"]) for r in runs]),
+        "rss": _summary([max(r[k]["rss"] for k in ("cpsat", "default", "greedy")) for r in runs]),
         "file_mb": statistics.median(r["file_mb"] for r in runs),
     }
     if old:
@@ -170,11 +177,13 @@ def _table(results: list[dict[str, Any]], before: float, after: float) -> str:
     lines = [
         f"calibration (10^7 additions): {before:.2f} s before, {after:.2f} s after",
         "| nodes | profile | file MB | search | whole process p50 / worst (target) | "
-        "greedy-only p50 | ratio p50 / worst | peak RSS p50 / worst |",
-        "|---|---|---|---|---|---|---|---|",
+        "defaults p50 / worst | greedy-only p50 | ratio p50 / worst | peak RSS p50 / worst |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         met = "met" if r["wall"]["worst"] <= r["target"] else "missed"
+        default = r["default_wall"]
+        met_default = "met" if default["worst"] <= r["target"] else "missed"
         rss_target = RSS_TARGET.get(r["nodes"])
         rss = f"{r['rss']['median']:.0f} / {r['rss']['worst']:.0f} MB"
         if rss_target:
@@ -182,6 +191,7 @@ def _table(results: list[dict[str, Any]], before: float, after: float) -> str:
         lines.append(
             f"| {r['nodes']:,} | {r['profile']} | {r['file_mb']:.0f} | {r['search']:g} s | "
             f"{r['wall']['median']:.2f} / {r['wall']['worst']:.2f} s ({r['target']:g} s, {met}) | "
+            f"{default['median']:.2f} / {default['worst']:.2f} s ({met_default}) | "
             f"{r['greedy_wall']['median']:.2f} s | "
             f"x{r['ratio']['median']:.2f} / x{r['ratio']['worst']:.2f} | {rss} |"
         )

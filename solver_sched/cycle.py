@@ -99,13 +99,19 @@ def run_cycle(
     now: datetime,
     backend: str | None = None,
     time_limit: float | None = None,
+    *,
+    bounded: bool = False,
 ) -> CycleResult:
     """One global decision. Candidates (the solver's plan and greedy's) are packed onto nodes and
     ranked by the model objective; the best one the independent checker accepts is emitted.
 
     ``time_limit`` is the search's. Without it the cycle has a budget (``cycleSeconds``, else one
     by cluster size, solvers/budget.py): the search gets what the budget leaves, at most
-    ``timeLimitSeconds``, and stops early once it proves its optimum.
+    ``timeLimitSeconds``, and stops early once it proves its optimum. With it, the search runs
+    for ``time_limit`` whatever the budget; ``bounded`` then keeps the budget for the rest
+    (greedy's other candidates, the LP relaxation, repacking: what-if's ``--time-limit``, where
+    value-greedy alone took 13-18 s at 10,000 nodes); unbounded, every candidate runs to its end,
+    so a run does not depend on the machine's speed (the simulator, best-known solves).
 
     Python's cyclic garbage collector is paused for the cycle: its full passes over a large
     snapshot cost 15% of a cycle at M (measured in docs/benchmarks.md). The cycle's own garbage is
@@ -114,7 +120,7 @@ def run_cycle(
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _cycle(snapshot, config, now, backend, time_limit)
+        return _cycle(snapshot, config, now, backend, time_limit, bounded)
     finally:
         if was_enabled:
             gc.enable()
@@ -126,17 +132,22 @@ def _cycle(
     now: datetime,
     backend: str | None,
     time_limit: float | None,
+    bounded: bool,
 ) -> CycleResult:
     start = time.perf_counter()
     s = config.settings
     backend = backend or s.solver
-    budget = None  # an explicit time limit is the search's, whatever the cycle takes
-    if time_limit is None:
+    explicit = time_limit is not None  # the search's, whatever the cycle takes
+    budget = None  # of what is not an explicit search: None, everything runs to its end
+    if not explicit or bounded:
         schedulable = sum(1 for n in snapshot.nodes.values() if n.schedulable)
         budget = s.cycle_seconds or auto_budget(schedulable)
+    searched = budget is not None and not explicit  # the budget bounds the search too
     limit = time_limit if time_limit is not None else s.time_limit_seconds
-    if budget is not None:
+    if searched and budget is not None:
         limit = min(limit, budget)
+    # the end of the cycle for what follows the search (repacking, compacting)
+    ends = None if budget is None else start + budget + (limit if explicit else 0.0)
     timer = _Timer()
     with timer("model"):
         topology, topology_note = choose(
@@ -174,7 +185,12 @@ def _cycle(
         if budget is None:
             return None
         end = time.perf_counter() + one_pass
-        if past_share and backend != "greedy" and window(end) < SEARCH_NEEDS * building:
+        if (
+            past_share
+            and searched
+            and backend != "greedy"
+            and window(end) < SEARCH_NEEDS * building
+        ):
             return start + MARGIN * budget - building
         return start + share * budget
 
@@ -226,7 +242,7 @@ def _cycle(
     hint = first.values if first.values is not None else hint
     with timer("solve"):  # the translation; the search then runs on a worker thread
         skip = None
-        if budget is not None:  # an upper bound: the search is stopped at its deadline below
+        if searched and budget is not None:  # an upper bound: stopped at its deadline below
             at = time.perf_counter()
             left = start + budget - at
             limit = min(limit, max(0.01, left))
@@ -245,7 +261,7 @@ def _cycle(
         solving.cancel()
         raise
     with timer("solve"):
-        if budget is not None:  # what greedy's plan took to pack and check, the solver's needs
+        if searched and budget is not None:  # greedy's plan's pack and check, the solver's needs
             after = timer.phases.get("plan", 0.0) + timer.phases.get("check", 0.0)
             solving.stop_at(search_deadline(start, budget, after))
         stats, values = solving.result()
@@ -262,14 +278,12 @@ def _cycle(
             ahead: list[str] = []
             for _ in range(REPACKS):  # the optimum lost in packing: again, those jobs first
                 ahead += [f for f in failed if f not in ahead]
-                if not failed or (
-                    budget is not None and time.perf_counter() + packing > start + budget
-                ):
+                if not failed or (ends is not None and time.perf_counter() + packing > ends):
                     break
                 st, notes, failed = pack(snapshot, problem, assignment, first=ahead)
                 candidates.append(_score(model, built, backend, st, notes, None))
     candidates.sort(key=lambda c: c.rank, reverse=True)  # ties go to the solver
-    if problem.asks and (budget is None or time.perf_counter() + one_pass <= start + budget):
+    if problem.asks and (ends is None or time.perf_counter() + one_pass <= ends):
         with timer("plan"):  # the best plan's sizes, best-fit decreasing (planning/pack.py)
             st, notes, _ = compact(snapshot, problem, candidates[0].state)
             candidates.append(_score(model, built, COMPACT, st, notes, None))

@@ -242,6 +242,35 @@ def test_the_default_cycle_gives_the_search_what_its_budget_leaves(
     assert limit == most if explicit else 0 < limit <= most
 
 
+@pytest.mark.parametrize("bounded", [False, True])
+def test_an_explicit_limit_is_the_searchs_and_bounded_keeps_the_budget_for_the_rest(
+    monkeypatch: pytest.MonkeyPatch, bounded: bool
+) -> None:
+    """An explicit time limit (what-if's --time-limit) is the search's whatever the budget, even
+    one already spent. Unbounded (the simulator, best-known solves) every greedy candidate runs;
+    bounded (what-if), the spent budget leaves greedy's first plan alone, so a 3 s search at
+    10,000 nodes is not preceded by 13-18 s of value-greedy."""
+    snap = snapshot_from_objects(synthetic_objects(16, 40, 20, 1, NOW))
+    seen = _limits(monkeypatch)
+    tried: list[str] = []
+    variant = cycle_module._variant
+
+    def recorded_variant(*a: Any, **k: Any) -> Any:
+        tried.append(a[5])
+        return variant(*a, **k)
+
+    monkeypatch.setattr(cycle_module, "_variant", recorded_variant)
+    cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 1e-6}})
+    result = cycle_module.run_cycle(snap, cfg, NOW, "cpsat", 3.0, bounded=bounded)
+    assert seen == [3.0]
+    assert not result.stats.detail.startswith("no search")
+    assert result.violations == []
+    if bounded:
+        assert (tried, "lp" in result.phases) == ([], False)
+    else:
+        assert cycle_module.VALUE_AWARE in tried and "lp" in result.phases
+
+
 def test_a_search_past_its_deadline_is_stopped() -> None:
     """The cycle stops the search at the budget's deadline, before CP-SAT's own limit: a cluster
     whose optimum CP-SAT proves only after seconds, a 60 s limit, a deadline now."""

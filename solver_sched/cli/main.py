@@ -52,7 +52,12 @@ def _parser() -> argparse.ArgumentParser:
     w.add_argument("files", nargs="+", type=Path, help="YAML/JSON: a List, multi-doc or objects")
     w.add_argument("--config", type=Path, help="weights and settings (the ConfigMap's schema)")
     w.add_argument("--solver", choices=BACKENDS, help="default: the config's (cpsat)")
-    w.add_argument("--time-limit", type=float, help="seconds for the solver")
+    w.add_argument(
+        "--time-limit",
+        type=float,
+        help="seconds of search, whatever the cycle's budget (which still bounds greedy's other "
+        "plans); default: the cycle's budget by cluster size, the controller's",
+    )
     w.add_argument(
         "-o",
         "--output",
@@ -252,7 +257,7 @@ def _whatif_cycle(args: argparse.Namespace) -> int:
     start = _step(steps, "snapshot", start)
     if args.strict and strict_failed(snapshot.errors):
         return 2
-    result = run_cycle(snapshot, config, now, args.solver, args.time_limit)
+    result = run_cycle(snapshot, config, now, args.solver, args.time_limit, bounded=True)
     start = _step(steps, "cycle", start)
     print(to_json_text(result, snapshot) if args.output == "json" else to_table(result, snapshot))
     _step(steps, "output", start)
