@@ -712,13 +712,15 @@ def grouped(
     sizes: dict[int, list[int]] = {}
     for v, size in steps:
         sizes.setdefault(v, []).append(size)
+    nodes = room(most)
+    groups: dict[str, list[tuple[int, int]]] = {n: [] for n in nodes}
+    for v, ss in sizes.items():  # by victim, over the nodes it frees, not every victim per node
+        for node, top in released(v, min(ss)).items():
+            if top and node in groups:
+                groups[node].append((v, max(s for s in ss if released(v, s).get(node, 0) == top)))
     best: tuple[tuple[int, int, str], list[tuple[int, int]]] | None = None
-    for node in room(most):
-        group = []
-        for v, ss in sizes.items():
-            top = released(v, min(ss)).get(node, 0)
-            if top:
-                group.append((v, max(s for s in ss if released(v, s).get(node, 0) == top)))
+    for node in nodes:
+        group = groups[node]
         cost = (sum(size == 0 for _, size in group), len(group), node)
         if best is None or cost < best[0]:
             best = (cost, group)

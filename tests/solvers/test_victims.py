@@ -1,6 +1,7 @@
 """Greedy's victim search: which take-backs it tries, alone or grouped on one node, and which cost
 nothing of its step budget."""
 
+import random
 from typing import Any
 
 import pytest
@@ -577,3 +578,53 @@ def test_shrinks_known_to_open_no_room_are_skipped_without_changing_a_plan(
                     ]
                 )
             assert plans[0] == plans[1], (preset, seed)
+
+
+def _grouped_per_node(
+    steps: list[tuple[int, int]], released: Any, room: Any, most: Any
+) -> list[tuple[int, int]]:
+    """grouped as first written, node by node over every victim: the reference."""
+    sizes: dict[int, list[int]] = {}
+    for v, size in steps:
+        sizes.setdefault(v, []).append(size)
+    best = None
+    for n in room(most):
+        group = []
+        for v, ss in sizes.items():
+            top = released(v, min(ss)).get(n, 0)
+            if top:
+                group.append((v, max(s for s in ss if released(v, s).get(n, 0) == top)))
+        cost = (sum(size == 0 for _, size in group), len(group), n)
+        if best is None or cost < best[0]:
+            best = (cost, group)
+    return best[1] if best else []
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_grouped_by_victim_is_grouped_node_by_node(seed: int) -> None:
+    """grouped walks each victim's nodes instead of every victim on every node with room (at M
+    on a what-if dump: 1.3 M lookups, 70% of greedy): the same group, on random take-backs."""
+    rng = random.Random(seed)
+    nodes = [f"n{i}" for i in range(rng.randint(1, 12))]
+    freed: dict[tuple[int, int], dict[str, int]] = {}
+    steps = []
+    for v in range(rng.randint(1, 8)):
+        sizes = sorted(rng.sample(range(0, 9), rng.randint(1, 4)), reverse=True)
+        on = rng.sample(nodes, rng.randint(1, len(nodes)))
+        per = {n: rng.randint(0, 4) for n in on}
+        for size in sizes:  # a smaller size frees at least as much, on the same nodes
+            per = {n: g + rng.randint(0, 2) * (size < max(sizes)) for n, g in per.items()}
+            freed[(v, size)] = dict(per)
+            steps.append((v, size))
+    rng.shuffle(steps)
+    with_room = [n for n in nodes if rng.random() < 0.6]
+
+    def released(v: int, size: int) -> dict[str, int]:
+        return freed[(v, size)]
+
+    def room(most: Any) -> list[str]:
+        return with_room
+
+    assert victims.grouped(steps, released, room, {}) == _grouped_per_node(
+        steps, released, room, {}
+    )
