@@ -12,7 +12,7 @@ pod's need instead of scanning every node.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 from solver_sched.domain import resources as res
 from solver_sched.domain.cluster import Pod
@@ -64,6 +64,12 @@ class NodeState:
             max(0, f.get(res.GPU, 0)) for n, f in self.free.items() if snapshot.nodes[n].schedulable
         )
         self._feasible: dict[object, tuple[str, ...]] = {}
+        # feasible's nodes by cluster, and by (cluster, class): each pool of a pod shape takes
+        # its members from here instead of filtering all feasible nodes (the packer makes a pool
+        # per shape, cluster and class: at 10,000 nodes 4,133 pools of one solver plan scanned
+        # 41 M nodes, 5 s of a what-if cycle)
+        self._in_cluster: dict[object, dict[str, list[str]]] = {}
+        self._in_class: dict[object, dict[tuple[str, int | None], list[str]]] = {}
         self._admitting: dict[object, frozenset[str]] = {}
         self._pools: dict[PoolKey, _Pool] = {}
         self._pools_of: dict[str, list[_Pool]] = defaultdict(list)
@@ -113,19 +119,36 @@ class NodeState:
         if pool is None:
             nodes = self.snapshot.nodes
             if fence is None:
-                among: Iterable[str] = self.feasible(pod)
+                members = self._members(pod, cluster, cls)
             else:  # the domain's few nodes, in feasible's order, not all the cluster's
                 admitting = self.admitting(pod)
                 among = (n for n in sorted(self._fences.get(fence, ())) if n in admitting)
-            members = [
-                n
-                for n in among
-                if nodes[n].cluster == cluster and (cls is None or self.class_of.get(n) == cls)
-            ]
+                members = [
+                    n
+                    for n in among
+                    if nodes[n].cluster == cluster and (cls is None or self.class_of.get(n) == cls)
+                ]
             pool = self._pools[key] = _Pool(members, self.free)
             for n in members:
                 self._pools_of[n].append(pool)
         return pool
+
+    def _members(self, pod: Pod, cluster: str, cls: int | None) -> list[str]:
+        """The feasible nodes of the pod in the cluster (and class, when given), in feasible's
+        order; grouped once per pod shape."""
+        key = (pod.constraints, res.key(pod.requests))
+        if key not in self._in_cluster:
+            in_cluster: dict[str, list[str]] = defaultdict(list)
+            in_class: dict[tuple[str, int | None], list[str]] = defaultdict(list)
+            nodes = self.snapshot.nodes
+            for n in self.feasible(pod):
+                c = nodes[n].cluster
+                in_cluster[c].append(n)
+                in_class[(c, self.class_of.get(n))].append(n)
+            self._in_cluster[key], self._in_class[key] = in_cluster, in_class
+        if cls is None:
+            return self._in_cluster[key].get(cluster, [])
+        return self._in_class[key].get((cluster, cls), [])
 
     def pick(self, pod: Pod, cluster: str, cls: int | None = None) -> str | None:
         """Best fit for the pod in the cluster (and node class, when given; inside the fence,

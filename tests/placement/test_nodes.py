@@ -1,6 +1,8 @@
 """NodeState's picks: a request no node held is not searched again until a node gets room
 back, nor is a node it did not fit (taking only shrinks room)."""
 
+from dataclasses import replace
+
 import pytest
 
 from solver_sched.domain import resources as res
@@ -69,3 +71,29 @@ def test_a_node_a_pick_did_not_fit_is_not_tested_again_until_it_gets_room_back(
     state.give_back(busy, "n0")  # n0 has its 8 CPUs back
     assert state.pick(second, "default") == "n0"
     assert calls[0] == 5
+
+
+def test_a_pools_nodes_are_the_feasible_ones_of_its_cluster_and_class() -> None:
+    """Pools take their nodes from feasible's, grouped once per pod shape by cluster and class
+    (the packer asks a pool per shape, cluster and class): the same nodes, in the same order,
+    as filtering feasible's for each."""
+    base = snapshot(
+        [node(f"n{i}", gpus=8 if i % 4 else 4) for i in range(12)], gang("wants", 1, gpus=4)
+    )
+    nodes = {
+        n: replace(v, cluster="a" if i % 3 else "b") for i, (n, v) in enumerate(base.nodes.items())
+    }
+    snap = replace(base, nodes=nodes)
+    class_of = {n: i % 4 for i, n in enumerate(nodes) if i != 5}  # n5 in no class
+    state = NodeState(snap, class_of)
+    want = snap.pods["default/wants-worker-0"]
+    feasible = state.feasible(want)
+    for cluster in ("a", "b", "c"):
+        for cls in (None, 0, 1, 2, 3):
+            expected = [
+                n
+                for n in feasible
+                if nodes[n].cluster == cluster and (cls is None or class_of.get(n) == cls)
+            ]
+            assert state._members(want, cluster, cls) == expected
+            assert list(state._pool(want, cluster, cls).level) == expected
