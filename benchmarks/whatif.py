@@ -6,10 +6,12 @@ several instances (one seed each) are written once to ``benchmarks/results/dumps
 child's peak RSS (``wait4``). Each measured run (``--time-limit``: the size's search) follows a
 greedy-only run of the same file (the baseline, measured in the same machine state) and a run
 with the defaults (no ``--time-limit``: the cycle's budget by cluster size, what a user gets),
-and the ratio between the measured run and the baseline is reported with
-the medians and worst cases over the instances. A calibration loop (10^7 additions) and the load
-average give the machine's state. ``--old-loader`` also times the previous pure-Python YAML
-loader on the first instance of each case, as the starting point of the issue.
+and the ratio between the measured run and the baseline is reported with the medians and worst
+cases over the instances (the baseline ran with the search's ``--time-limit`` before 2026-12-04,
+so its other passes had no budget: ratios in older tables are not comparable). A calibration
+loop (10^7 additions) and the load average give the machine's state. ``--old-loader`` also
+times the previous pure-Python YAML loader on the first instance of each case, as the starting
+point of the issue.
 
     .venv/bin/python -m benchmarks.whatif                      # 512, 2,000, 10,000 nodes
     .venv/bin/python -m benchmarks.whatif --sizes 512 --instances 5 --profiles kubectl

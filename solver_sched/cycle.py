@@ -108,10 +108,12 @@ def run_cycle(
     ``time_limit`` is the search's. Without it the cycle has a budget (``cycleSeconds``, else one
     by cluster size, solvers/budget.py): the search gets what the budget leaves, at most
     ``timeLimitSeconds``, and stops early once it proves its optimum. With it, the search runs
-    for ``time_limit`` whatever the budget; ``bounded`` then keeps the budget for the rest
-    (greedy's other candidates, the LP relaxation, repacking: what-if's ``--time-limit``, where
-    value-greedy alone took 13-18 s at 10,000 nodes); unbounded, every candidate runs to its end,
-    so a run does not depend on the machine's speed (the simulator, best-known solves).
+    for ``time_limit`` (``timeLimitSeconds`` unread) whatever the budget; ``bounded`` then keeps
+    the budget for the rest (greedy's other candidates, the LP relaxation, repacking and
+    compacting: what-if's ``--time-limit``, where value-greedy alone took 13-18 s at 10,000
+    nodes); unbounded, every candidate runs to its end, so a run does not depend on the
+    machine's speed (the simulator, best-known solves). ``bounded`` changes nothing without
+    ``time_limit``.
 
     Python's cyclic garbage collector is paused for the cycle: its full passes over a large
     snapshot cost 15% of a cycle at M (measured in docs/benchmarks.md). The cycle's own garbage is
@@ -138,16 +140,19 @@ def _cycle(
     s = config.settings
     backend = backend or s.solver
     explicit = time_limit is not None  # the search's, whatever the cycle takes
-    budget = None  # of what is not an explicit search: None, everything runs to its end
+    # bounds everything but an explicit search; None (explicit, unbounded): all runs to its end
+    budget = None
     if not explicit or bounded:
         schedulable = sum(1 for n in snapshot.nodes.values() if n.schedulable)
         budget = s.cycle_seconds or auto_budget(schedulable)
-    searched = budget is not None and not explicit  # the budget bounds the search too
+    search_budget = None if explicit else budget  # the budget that bounds the search too
     limit = time_limit if time_limit is not None else s.time_limit_seconds
-    if searched and budget is not None:
-        limit = min(limit, budget)
-    # the end of the cycle for what follows the search (repacking, compacting)
-    ends = None if budget is None else start + budget + (limit if explicit else 0.0)
+    if search_budget is not None:
+        limit = min(limit, search_budget)
+    # When repacking and compacting must end: the budget, plus an explicit search's nominal
+    # limit (not the time it took: one that proves its optimum early leaves the rest to them).
+    searches = explicit and backend != "greedy"
+    ends = None if budget is None else start + budget + (limit if searches else 0.0)
     timer = _Timer()
     with timer("model"):
         topology, topology_note = choose(
@@ -171,11 +176,10 @@ def _cycle(
 
     variants = VARIANTS if len(built.model.names) > SMALL_MODEL else VARIANTS_SMALL
 
-    def window(at: float) -> float:
-        """The search's window if it were translated at ``at``, as search_deadline will set it
-        (with a budget): the check of greedy's plan, still to come, estimated as the build."""
-        assert budget is not None
-        return search_deadline(start, budget, timer.phases["plan"] + building) - at
+    def window(at: float, search_budget: float) -> float:
+        """The search's window if it were translated at ``at``, as search_deadline will set it:
+        the check of greedy's plan, still to come, estimated as the build."""
+        return search_deadline(start, search_budget, timer.phases["plan"] + building) - at
 
     def latest(share: float = variants, past_share: bool = True) -> float | None:
         """When another greedy pass (about as long as the first) must end: in this share of the
@@ -187,9 +191,9 @@ def _cycle(
         end = time.perf_counter() + one_pass
         if (
             past_share
-            and searched
+            and search_budget is not None
             and backend != "greedy"
-            and window(end) < SEARCH_NEEDS * building
+            and window(end, search_budget) < SEARCH_NEEDS * building
         ):
             return start + MARGIN * budget - building
         return start + share * budget
@@ -242,15 +246,15 @@ def _cycle(
     hint = first.values if first.values is not None else hint
     with timer("solve"):  # the translation; the search then runs on a worker thread
         skip = None
-        if searched and budget is not None:  # an upper bound: stopped at its deadline below
+        if search_budget is not None:  # an upper bound: stopped at its deadline below
             at = time.perf_counter()
-            left = start + budget - at
+            left = start + search_budget - at
             limit = min(limit, max(0.01, left))
-            if left < NO_SEARCH_BELOW * budget:
-                skip = f"no search: {max(0.0, left):.2f}s of the {budget:.2f}s budget left"
-            elif window(at) < SEARCH_NEEDS * building:
+            if left < NO_SEARCH_BELOW * search_budget:
+                skip = f"no search: {max(0.0, left):.2f}s of the {search_budget:.2f}s budget left"
+            elif (open_for := window(at, search_budget)) < SEARCH_NEEDS * building:
                 skip = (
-                    f"no search: a window of {max(0.0, window(at)):.2f}s, "
+                    f"no search: a window of {max(0.0, open_for):.2f}s, "
                     f"{SEARCH_NEEDS * building:.2f}s needed"
                 )
         solving = _Solving(backend, model, built, hint, limit, s, skip)
@@ -261,9 +265,9 @@ def _cycle(
         solving.cancel()
         raise
     with timer("solve"):
-        if searched and budget is not None:  # greedy's plan's pack and check, the solver's needs
+        if search_budget is not None:  # greedy's plan's pack and check, the solver's needs
             after = timer.phases.get("plan", 0.0) + timer.phases.get("check", 0.0)
-            solving.stop_at(search_deadline(start, budget, after))
+            solving.stop_at(search_deadline(start, search_budget, after))
         stats, values = solving.result()
     candidates = [first, *rest]
     # The hint given back unimproved is greedy's plan: packed again, it would only be checked

@@ -277,6 +277,18 @@ def test_an_explicit_limit_is_the_searchs_and_bounded_keeps_the_budget_for_the_r
         assert cycle_module.VALUE_AWARE in tried and "lp" in result.phases
 
 
+def test_bounded_changes_nothing_without_an_explicit_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without a time limit the budget bounds the search too, bounded or not: a spent budget
+    leaves no search."""
+    snap = snapshot_from_objects(synthetic_objects(16, 40, 20, 1, NOW))
+    seen = _limits(monkeypatch)
+    cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 1e-6}})
+    result = cycle_module.run_cycle(snap, cfg, NOW, "cpsat", bounded=True)
+    assert seen == [] and result.stats.detail.startswith("no search:")
+
+
 def test_a_search_past_its_deadline_is_stopped() -> None:
     """The cycle stops the search at the budget's deadline, before CP-SAT's own limit: a cluster
     whose optimum CP-SAT proves only after seconds, a 60 s limit, a deadline now."""

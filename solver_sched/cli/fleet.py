@@ -71,8 +71,8 @@ def whatif(
     fleet = build_fleet(hub, members, scheduler_name, config.settings.cooldown)
     if args.strict and strict_failed(fleet.snapshot.errors):
         return 2
-    config = fleet_config(config)
-    result = run_cycle(fleet.snapshot, config, now, args.solver, args.time_limit, bounded=True)
+    at_hub = fleet_config(config)
+    result = run_cycle(fleet.snapshot, at_hub, now, args.solver, args.time_limit, bounded=True)
     plan = result.plan
     placements = read_plan(fleet, plan.binds, plan.jobs, plan.evictions).placements
     if args.output == "json":

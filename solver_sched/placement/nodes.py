@@ -12,7 +12,7 @@ pod's need instead of scanning every node.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from solver_sched.domain import resources as res
 from solver_sched.domain.cluster import Pod
@@ -23,7 +23,7 @@ PoolKey = tuple[object, str, int | None, Fence | None]  # (pod kind, cluster, cl
 
 
 class _Pool:
-    def __init__(self, nodes: list[str], free: Mapping[str, res.Resources]) -> None:
+    def __init__(self, nodes: Iterable[str], free: Mapping[str, res.Resources]) -> None:
         self.buckets: dict[int, dict[str, None]] = defaultdict(dict)
         self.level: dict[str, int] = {}
         # How often a node had given room back when a pick last failed (a pool holds one request
@@ -68,8 +68,8 @@ class NodeState:
         # its members from here instead of filtering all feasible nodes (the packer makes a pool
         # per shape, cluster and class: at 10,000 nodes 4,133 pools of one solver plan scanned
         # 41 M nodes, 5 s of a what-if cycle)
-        self._in_cluster: dict[object, dict[str, list[str]]] = {}
-        self._in_class: dict[object, dict[tuple[str, int | None], list[str]]] = {}
+        self._in_cluster: dict[object, dict[str, tuple[str, ...]]] = {}
+        self._in_class: dict[object, dict[tuple[str, int | None], tuple[str, ...]]] = {}
         self._admitting: dict[object, frozenset[str]] = {}
         self._pools: dict[PoolKey, _Pool] = {}
         self._pools_of: dict[str, list[_Pool]] = defaultdict(list)
@@ -117,10 +117,11 @@ class NodeState:
         key: PoolKey = ((pod.constraints, res.key(pod.requests)), cluster, cls, fence)
         pool = self._pools.get(key)
         if pool is None:
-            nodes = self.snapshot.nodes
+            members: Sequence[str]
             if fence is None:
                 members = self._members(pod, cluster, cls)
             else:  # the domain's few nodes, in feasible's order, not all the cluster's
+                nodes = self.snapshot.nodes
                 admitting = self.admitting(pod)
                 among = (n for n in sorted(self._fences.get(fence, ())) if n in admitting)
                 members = [
@@ -133,7 +134,7 @@ class NodeState:
                 self._pools_of[n].append(pool)
         return pool
 
-    def _members(self, pod: Pod, cluster: str, cls: int | None) -> list[str]:
+    def _members(self, pod: Pod, cluster: str, cls: int | None) -> tuple[str, ...]:
         """The feasible nodes of the pod in the cluster (and class, when given), in feasible's
         order; grouped once per pod shape."""
         key = (pod.constraints, res.key(pod.requests))
@@ -145,10 +146,11 @@ class NodeState:
                 c = nodes[n].cluster
                 in_cluster[c].append(n)
                 in_class[(c, self.class_of.get(n))].append(n)
-            self._in_cluster[key], self._in_class[key] = in_cluster, in_class
+            self._in_cluster[key] = {c: tuple(ns) for c, ns in in_cluster.items()}
+            self._in_class[key] = {k: tuple(ns) for k, ns in in_class.items()}
         if cls is None:
-            return self._in_cluster[key].get(cluster, [])
-        return self._in_class[key].get((cluster, cls), [])
+            return self._in_cluster[key].get(cluster, ())
+        return self._in_class[key].get((cluster, cls), ())
 
     def pick(self, pod: Pod, cluster: str, cls: int | None = None) -> str | None:
         """Best fit for the pod in the cluster (and node class, when given; inside the fence,

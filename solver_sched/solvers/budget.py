@@ -4,8 +4,8 @@ A cycle's wall time is its Python phases (model, greedy, translation, packing an
 plans) plus the search; greedy's plan is checked while the solver searches. With a cycle budget,
 the search runs until the budget less what is still to come after it (packing and checking the
 solver's plan, estimated from greedy's, measured in the same cycle), or until it proves its
-optimum. Without one (``cycleSeconds`` unset and an explicit time limit) it runs for
-``timeLimitSeconds``.
+optimum. An explicit time limit (what-if's ``--time-limit``) is the search's own, whatever the
+budget (cycle.run_cycle).
 
 The default budget grows with the cluster through the per-cycle targets of issue 14, measured on
 this project's benchmark (docs/benchmarks.md, section 1): 64 nodes 0.5 s, 512 nodes 1 s, 2,000

@@ -713,6 +713,8 @@ def grouped(
     for v, size in steps:
         sizes.setdefault(v, []).append(size)
     nodes = room(most)
+    if not nodes:
+        return []
     groups: dict[str, list[tuple[int, int]]] = {n: [] for n in nodes}
     for v, ss in sizes.items():  # by victim, over the nodes it frees, not every victim per node
         for node, top in released(v, min(ss)).items():

@@ -95,5 +95,5 @@ def test_a_pools_nodes_are_the_feasible_ones_of_its_cluster_and_class() -> None:
                 for n in feasible
                 if nodes[n].cluster == cluster and (cls is None or class_of.get(n) == cls)
             ]
-            assert state._members(want, cluster, cls) == expected
+            assert list(state._members(want, cluster, cls)) == expected
             assert list(state._pool(want, cluster, cls).level) == expected
