@@ -176,10 +176,10 @@ def _cycle(
 
     variants = VARIANTS if len(built.model.names) > SMALL_MODEL else VARIANTS_SMALL
 
-    def window(at: float, search_budget: float) -> float:
-        """The search's window if it were translated at ``at``, as search_deadline will set it:
-        the check of greedy's plan, still to come, estimated as the build."""
-        return search_deadline(start, search_budget, timer.phases["plan"] + building) - at
+    def window(at: float, bound: float) -> float:
+        """The search's window if it were translated at ``at`` in a budget of ``bound``, as
+        search_deadline will set it: the check of greedy's plan, still to come, as the build."""
+        return search_deadline(start, bound, timer.phases["plan"] + building) - at
 
     def latest(share: float = variants, past_share: bool = True) -> float | None:
         """When another greedy pass (about as long as the first) must end: in this share of the
