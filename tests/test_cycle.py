@@ -24,6 +24,7 @@ from tests.support.builders import (
     pod,
     quota_tree,
     snapshot,
+    tried_variants,
     workers_after,
 )
 
@@ -216,19 +217,6 @@ def _limits(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     return seen
 
 
-def _tried(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The labels of greedy's other passes the cycle runs, in order."""
-    tried: list[str] = []
-    variant = cycle_module._variant
-
-    def recorded_variant(*a: Any, **k: Any) -> Any:
-        tried.append(a[5])
-        return variant(*a, **k)
-
-    monkeypatch.setattr(cycle_module, "_variant", recorded_variant)
-    return tried
-
-
 @pytest.mark.parametrize(
     ("settings", "explicit", "most"),
     [
@@ -265,7 +253,7 @@ def test_an_explicit_limit_is_the_searchs_and_bounded_keeps_the_budget_for_the_r
     10,000 nodes is not preceded by 13-18 s of value-greedy."""
     snap = snapshot_from_objects(synthetic_objects(16, 40, 20, 1, NOW))
     seen = _limits(monkeypatch)
-    tried = _tried(monkeypatch)
+    tried = tried_variants(monkeypatch)
     cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 1e-6}})
     result = cycle_module.run_cycle(snap, cfg, NOW, "cpsat", 3.0, bounded=bounded)
     assert seen == [3.0]
@@ -368,7 +356,7 @@ def test_when_no_search_could_follow_the_candidates_may_use_the_budget(
     the check's estimate, and the search is not started."""
     snap = snapshot_from_objects(synthetic_objects(16, 40, 20, 1, NOW))
     seen = _limits(monkeypatch)
-    tried = _tried(monkeypatch)
+    tried = tried_variants(monkeypatch)
     _slowed(monkeypatch, build=0.5, greedy=0.9)
     cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 4.0}})
     result = cycle_module.run_cycle(snap, cfg, NOW, "cpsat")
@@ -450,7 +438,7 @@ def test_with_time_to_spare_the_other_greedy_candidates_are_tried() -> None:
 def test_value_greedy_is_tried_before_the_lp_relaxation(monkeypatch: pytest.MonkeyPatch) -> None:
     """From 512 nodes on only one more greedy pass fits the candidates' share of the budget, and
     value-greedy's is the one that pays there (docs/benchmarks.md section 1): it goes first."""
-    tried = _tried(monkeypatch)
+    tried = tried_variants(monkeypatch)
     relaxation = cycle_module.relaxation
 
     def recorded_relaxation(*a: Any, **k: Any) -> Any:

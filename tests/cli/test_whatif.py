@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from solver_sched.cli.main import main
-from tests.support.builders import gang, node, pod_group, quota_tree
+from tests.support.builders import gang, node, pod_group, quota_tree, tried_variants
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
 MODEL_FILES = sorted(MODELS.glob("*.yaml"))
@@ -476,16 +476,7 @@ def test_time_limit_is_the_searchs_and_the_budget_bounds_greedys_other_plans(
     """--time-limit gives the search its seconds; the cycle's budget (here spent before it
     starts) still bounds greedy's other plans, which at 10,000 nodes took 13-18 s before a 3 s
     search."""
-    from solver_sched import cycle
-
-    tried: list[str] = []
-    variant = cycle._variant
-
-    def recorded(*a: Any, **k: Any) -> Any:
-        tried.append(a[5])
-        return variant(*a, **k)
-
-    monkeypatch.setattr(cycle, "_variant", recorded)
+    tried = tried_variants(monkeypatch)
     cfg = tmp_path / "config.yaml"
     cfg.write_text(yaml.safe_dump({"settings": {"cycleSeconds": 1e-6}}))
     fleet_dir = MODELS / "fleet"

@@ -6,6 +6,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
+
+from solver_sched import cycle as cycle_module
 from solver_sched.config.schema import SchedulerConfig, Settings
 from solver_sched.cycle import CycleResult, run_cycle
 from solver_sched.domain.plan import Plan
@@ -66,3 +69,16 @@ def assert_solver_decided(result: CycleResult) -> None:
     fails here. ``chosen`` may still say greedy when greedy's plan is that optimum."""
     assert result.stats.status == SolveStatus.OPTIMAL, result.stats.detail
     assert result.stats.objective == result.stats.solver_objective
+
+
+def tried_variants(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The labels of greedy's other passes a cycle runs, in order (recorded while patched)."""
+    tried: list[str] = []
+    variant = cycle_module._variant
+
+    def recorded_variant(*a: Any, **k: Any) -> Any:
+        tried.append(a[5])
+        return variant(*a, **k)
+
+    monkeypatch.setattr(cycle_module, "_variant", recorded_variant)
+    return tried
