@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
+from unittest import mock
 
 from benchmarks.scale import REPORT_SEEDS
 from solver_sched.config.schema import SchedulerConfig
@@ -34,6 +35,7 @@ from solver_sched.domain.topology import Mode, choose
 from solver_sched.formulation.prepare import prepare
 from solver_sched.io import manifests as m
 from solver_sched.io.kube_snapshot import snapshot_from_objects
+from solver_sched.placement.nodes import Fence
 from solver_sched.placement.state import PlanState
 from solver_sched.solvers import victims
 from solver_sched.solvers.greedy import greedy_plan
@@ -88,12 +90,12 @@ def cluster_objects(seed: int) -> list[dict[str, Any]]:
 @contextmanager
 def anywhere_only() -> Iterator[None]:
     """Greedy's victim search without its domain step (the ablation)."""
-    real = victims.Victims._fences
-    victims.Victims._fences = lambda self, *a: iter([None])  # type: ignore[method-assign]
-    try:
+
+    def anywhere(*_: Any) -> Iterator[Fence | None]:
+        yield None
+
+    with mock.patch.object(victims, "fences", anywhere):
         yield
-    finally:
-        victims.Victims._fences = real  # type: ignore[method-assign]
 
 
 def run_instance(seed: int) -> dict[str, Any]:

@@ -1,21 +1,18 @@
 """Greedy's victim search: which take-backs it tries, alone or grouped on one node, and which cost
 nothing of its step budget."""
 
-import random
 from typing import Any
 
 import pytest
 
 from solver_sched.cycle import run_cycle
-from solver_sched.domain.topology import Topology
 from solver_sched.formulation.prepare import prepare
 from solver_sched.io import manifests as m
 from solver_sched.io.kube_snapshot import snapshot_from_objects
-from solver_sched.placement.state import PlanState
 from solver_sched.solvers import cpsat, greedy, victims
 from solver_sched.solvers.result import SolveStatus
 from solver_sched.synthetic import PRESETS, SIZES, preset_objects
-from tests.placement.test_topology import LEVELS, RACK, REQ, domains_of
+from tests.placement.test_topology import RACK, REQ, domains_of
 from tests.placement.test_topology import cfg as rack_cfg
 from tests.placement.test_topology import racks as rack_nodes
 from tests.support.builders import (
@@ -23,7 +20,6 @@ from tests.support.builders import (
     config,
     gang,
     node,
-    other,
     plan,
     pod,
     pod_group,
@@ -289,59 +285,6 @@ def test_a_shrink_that_opened_no_room_is_tried_again_once_its_node_gets_room_bac
     assert (st.size["default/e1"], st.size["default/g"]) == (1, 1)
 
 
-def test_a_node_given_room_back_during_the_walk_reopens_the_shrinks_ahead_of_it() -> None:
-    """The first pass walks only the shrinks not known to open no room. When a take-back of the
-    walk gives node a room back, the known shrinks on a that come after it are walked too; one
-    before it is not (the full walk met it before the take-back) but is open for the next."""
-    given: list[str] = []
-    no_room = victims._NoRoom({0: [1], 1: [2, 1], 2: [2, 1]}, given, [])
-    no_room.add((0, 1), ["a"])
-    no_room.add((1, 1), ["a"])
-    no_room.add((2, 1), ["a", "c"])
-    no_room.add((2, 2), ["b"])
-    walked = []
-    for v, size in no_room.walk({"j": 3}, ["j"] * 3, lambda v, s: True):
-        walked.append((v, size))
-        if (v, size) == (1, 2):
-            given.append("a")  # the take-back of (1, 2) gives a room back
-    assert walked == [(1, 2), (1, 1), (2, 1)]
-    assert set(no_room.open) == {(0, 1), (1, 1), (1, 2), (2, 1)}  # (2, 2): b got nothing back
-
-
-def test_the_walk_passes_over_sizes_a_job_is_not_above_and_those_visit_refuses() -> None:
-    """Jobs in ``smaller``'s order, each one's sizes largest first, only those below the job's
-    size now, and only where ``visit`` lets them through."""
-    no_room = victims._NoRoom({5: [4, 2, 1], 3: [2, 1], 7: [1]}, [], [])
-    size, names = {"e5": 2, "e3": 4, "e7": 1}, [f"e{v}" for v in range(8)]
-    walked = list(no_room.walk(size, names, lambda v, s: (v, s) != (3, 1)))
-    assert walked == [(5, 1), (3, 2)]
-
-
-def test_a_shrink_is_no_longer_known_once_its_job_grew_back() -> None:
-    """A shrink of job 1 recorded while job 1 was smaller frees more once a rollback restores
-    job 1's pods (nodes the record does not list): job 1's growth reopens it, and a plan state
-    records the growth when a rollback undoes a shrink."""
-    grown: list[int] = []
-    no_room = victims._NoRoom({1: [2, 1], 2: [1]}, [], grown)
-    no_room.add((1, 1), ["a"])
-    no_room.add((2, 1), ["b"])
-    grown.append(1)
-    assert no_room.stale()
-    assert no_room.sync() == [(1, 1)]
-    assert set(no_room.open) == {(1, 2), (1, 1)}
-    el = {"gpus": 4, "min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
-    snap = snapshot(node("a", gpus=8), gang("e", 2, running_on=["a", "a"], **el), gang("p", 1))
-    cfg = config()
-    problem = prepare(snap, cfg.weights, cfg.settings, NOW)
-    st = greedy.PlanState(snap, problem)
-    e = next(j for j, jm in enumerate(problem.jobs) if jm.name == "default/e")
-    mark = st.mark()
-    assert st.resize(e, 1, check_quota=False)
-    assert st.grown == []
-    st.rollback(mark)
-    assert st.grown == [e]
-
-
 def test_a_take_back_frees_no_room_where_other_pods_hold_the_cpu() -> None:
     """Shrinking e1 frees 8 GPUs on a, but another scheduler's pod holds 62 of a's 64 CPUs, so
     p's pod (4 CPUs) still cannot run there: e1 is not taken, e2 (next in the search, freeing d)
@@ -462,66 +405,6 @@ def test_the_rack_whose_victims_are_cheapest_is_emptied() -> None:
     assert {e.job for e in result.plan.evictions} == {"default/low0-01", "default/low1-01"}
 
 
-def test_domains_to_try_names_racks_in_the_order_their_victims_free_enough() -> None:
-    """Walking the victims in the search's order (priority, then name), r01's two priority-0
-    gangs free 16 GPUs before r00's priority-50 one is reached, then r02's and r03's: at most
-    DOMAINS_TRIED racks are named, r00 not among them."""
-    snap = _rack_cluster(5, 2, priorities={"n00-1": 50})
-    c = rack_cfg()
-    problem = prepare(snap, c.weights, c.settings, NOW, Topology(LEVELS))
-    st = PlanState(snap, problem)
-    v = victims.Victims(st, greedy.queue_order(problem))
-    running = [j for j, jm in enumerate(problem.jobs) if jm.current]
-    steps = [
-        (j, 0)
-        for j in sorted(running, key=lambda j: (problem.jobs[j].priority, problem.jobs[j].name))
-    ]
-    found = victims.domains_to_try(st, v.released, RACK, 16, steps)
-    assert found == [(RACK, ("b1", r)) for r in ("r01", "r02", "r03")]
-    assert victims.domains_to_try(st, v.released, RACK, 24, steps) == []  # no rack holds 24
-
-
-def _three_racks() -> PlanState:
-    """Racks r00 (a0, a1), r01 (b0, b1), r02 (c0, c1) of 8-GPU nodes, all taken by another
-    scheduler's pods but for 4 GPUs of c1; one pending gang that requires a rack."""
-    layout = {
-        n: ("b1", r)
-        for r, ns in (("r00", "a"), ("r01", "b"), ("r02", "c"))
-        for n in (ns + "0", ns + "1")
-    }
-    held = [other(f"sys-{n}", n, 4 if n == "c1" else 8) for n in layout]
-    snap = snapshot(rack_nodes(layout, gpus=8), *held, m.gang("g", 1, gpus=8, annotations=REQ))
-    c = rack_cfg()
-    return PlanState(snap, prepare(snap, c.weights, c.settings, NOW, Topology(LEVELS)))
-
-
-def test_domains_to_try_sums_each_victims_nodes_and_counts_a_smaller_size_once() -> None:
-    """A hand-made ``released`` (victim, size) -> GPUs per node: victim 1 frees 4 + 4 in r00,
-    victim 2 4 then 8 in r01 as it goes down from size 4 to 0 (8 in all, not 12), victim 3 8 in
-    r02, which had 4 free: r02 reaches 12 first, then r00 (victim 5), then r01 (victim 6)."""
-    st = _three_racks()
-    freed = {
-        (1, 0): {"a0": 4, "a1": 4},
-        (2, 4): {"b0": 4},
-        (3, 0): {"c0": 8},
-        (2, 0): {"b0": 8},
-        (5, 0): {"a1": 4},
-        (6, 0): {"b1": 4},
-    }
-    steps = list(freed)
-
-    def released(v: int, size: int) -> dict[str, int]:
-        return freed[(v, size)]
-
-    rack = [(RACK, ("b1", r)) for r in ("r00", "r01", "r02")]
-    assert victims.domains_to_try(st, released, RACK, 12, steps) == [rack[2], rack[0], rack[1]]
-    assert victims.domains_to_try(st, released, RACK, 8, steps[:1]) == [rack[0]]  # 4 + 4
-    assert victims.domains_to_try(st, released, RACK, 9, steps[:1]) == []  # not 9
-    # r01 by victim 2 alone: 8 GPUs at size 0, not the 4 + 8 of both sizes
-    assert victims.domains_to_try(st, released, RACK, 12, [steps[1], steps[3]]) == []
-    assert victims.domains_to_try(st, released, RACK, 8, [steps[1], steps[3]]) == [rack[1]]
-
-
 def test_a_partial_required_gang_takes_its_victims_in_its_own_rack() -> None:
     """A gang of 4 whole-node pods requiring a rack runs 2 pods in r05 (partial); 30 racks of 4
     nodes, every other node held by a priority-0 gang named so the search visits one node per
@@ -578,53 +461,3 @@ def test_shrinks_known_to_open_no_room_are_skipped_without_changing_a_plan(
                     ]
                 )
             assert plans[0] == plans[1], (preset, seed)
-
-
-def _grouped_per_node(
-    steps: list[tuple[int, int]], released: Any, room: Any, most: Any
-) -> list[tuple[int, int]]:
-    """grouped as first written, node by node over every victim: the reference."""
-    sizes: dict[int, list[int]] = {}
-    for v, size in steps:
-        sizes.setdefault(v, []).append(size)
-    best = None
-    for n in room(most):
-        group = []
-        for v, ss in sizes.items():
-            top = released(v, min(ss)).get(n, 0)
-            if top:
-                group.append((v, max(s for s in ss if released(v, s).get(n, 0) == top)))
-        cost = (sum(size == 0 for _, size in group), len(group), n)
-        if best is None or cost < best[0]:
-            best = (cost, group)
-    return best[1] if best else []
-
-
-@pytest.mark.parametrize("seed", range(40))
-def test_grouped_by_victim_is_grouped_node_by_node(seed: int) -> None:
-    """grouped walks each victim's nodes instead of every victim on every node with room (at M
-    on a what-if dump: 1.3 M lookups, 70% of greedy): the same group, on random take-backs."""
-    rng = random.Random(seed)
-    nodes = [f"n{i}" for i in range(rng.randint(1, 12))]
-    freed: dict[tuple[int, int], dict[str, int]] = {}
-    steps = []
-    for v in range(rng.randint(1, 8)):
-        sizes = sorted(rng.sample(range(0, 9), rng.randint(1, 4)), reverse=True)
-        on = rng.sample(nodes, rng.randint(1, len(nodes)))
-        per = {n: rng.randint(0, 4) for n in on}
-        for size in sizes:  # a smaller size frees at least as much, on the same nodes
-            per = {n: g + rng.randint(0, 2) * (size < max(sizes)) for n, g in per.items()}
-            freed[(v, size)] = dict(per)
-            steps.append((v, size))
-    rng.shuffle(steps)
-    with_room = [n for n in nodes if rng.random() < 0.6]
-
-    def released(v: int, size: int) -> dict[str, int]:
-        return freed[(v, size)]
-
-    def room(most: Any) -> list[str]:
-        return with_room
-
-    assert victims.grouped(steps, released, room, {}) == _grouped_per_node(
-        steps, released, room, {}
-    )
