@@ -460,7 +460,7 @@ class _Solving:
         worker is done."""
         while self.thread is not None and self.thread.is_alive():
             if self.search is not None:
-                self.search.solver.stop_search()
+                self.search.stop()
             self.thread.join(timeout=0.05)
 
     def result(self) -> tuple[SolveStats, list[int] | None]:

@@ -1,10 +1,17 @@
-"""OR-Tools CP-SAT backend: translates the LinearModel, hints it, solves within the time limit."""
+"""OR-Tools CP-SAT backend: translates the LinearModel, hints it, solves within the time limit.
+
+Through OR-Tools' own pybind11 layer (``cp_model_helper``: the model proto, the parameters, the
+solve wrapper), not ``cp_model``: that module imports pandas and numpy for its modelling API,
+0.4 s of every process start (the what-if CLI, the controller), and the model is written straight
+into the proto anyway.
+"""
 
 from __future__ import annotations
 
+import threading
 import time
 
-from ortools.sat.python import cp_model
+from ortools.sat.python import cp_model_helper as cmh
 
 from solver_sched.formulation.linear import LinearModel
 from solver_sched.solvers.result import SolveStatus
@@ -40,11 +47,11 @@ SMALL_MODEL_PARAMETERS = {
 _MIN, _MAX = -(2**63) + 1, 2**63 - 1  # an open side of a row (CP-SAT's int64 domain)
 
 _STATUS = {
-    cp_model.OPTIMAL: SolveStatus.OPTIMAL,
-    cp_model.FEASIBLE: SolveStatus.FEASIBLE,
-    cp_model.INFEASIBLE: SolveStatus.INFEASIBLE,
-    cp_model.MODEL_INVALID: SolveStatus.NO_SOLUTION,
-    cp_model.UNKNOWN: SolveStatus.NO_SOLUTION,
+    cmh.CpSolverStatus.OPTIMAL: SolveStatus.OPTIMAL,
+    cmh.CpSolverStatus.FEASIBLE: SolveStatus.FEASIBLE,
+    cmh.CpSolverStatus.INFEASIBLE: SolveStatus.INFEASIBLE,
+    cmh.CpSolverStatus.MODEL_INVALID: SolveStatus.NO_SOLUTION,
+    cmh.CpSolverStatus.UNKNOWN: SolveStatus.NO_SOLUTION,
 }
 
 
@@ -81,42 +88,57 @@ class Search:
         self.cp = _translate(model, hint)
         self.translation = time.perf_counter() - start
         self.size = f"{len(model.names)} vars, {len(model.constraints)} constraints"
-        solver = cp_model.CpSolver()
-        solver.parameters.max_time_in_seconds = max(0.01, time_limit)
-        solver.parameters.num_workers = workers
-        solver.parameters.random_seed = seed
-        solver.parameters.linearization_level = linearization_level
+        parameters = cmh.SatParameters()
+        parameters.max_time_in_seconds = max(0.01, time_limit)
+        parameters.num_workers = workers
+        parameters.random_seed = seed
+        parameters.linearization_level = linearization_level
         if time_limit < LIGHT_BELOW:
-            solver.parameters.max_presolve_iterations = PRESOLVE_ITERATIONS
-            solver.parameters.cp_model_probing_level = PROBING_LEVEL
-            solver.parameters.symmetry_level = SYMMETRY_LEVEL
+            parameters.max_presolve_iterations = PRESOLVE_ITERATIONS
+            parameters.cp_model_probing_level = PROBING_LEVEL
+            parameters.symmetry_level = SYMMETRY_LEVEL
             if len(model.names) <= SMALL_MODEL:
                 for name, value in SMALL_MODEL_PARAMETERS.items():
-                    setattr(solver.parameters, name, value)
-        solver.parameters.log_search_progress = False
-        self.solver = solver
+                    setattr(parameters, name, value)
+        parameters.log_search_progress = False
+        self.parameters = parameters
         self.search_seconds = 0.0  # CP-SAT's own wall time, once run
+        self._lock = threading.Lock()
+        self._wrapper: cmh.SolveWrapper | None = None
 
     def run(self) -> Outcome:
         start = time.perf_counter()
-        solver = self.solver
-        code = solver.solve(self.cp)
-        status = _STATUS.get(code, SolveStatus.NO_SOLUTION)
+        wrapper = cmh.SolveWrapper()
+        wrapper.set_parameters(self.parameters)
+        with self._lock:
+            self._wrapper = wrapper
+        try:
+            response: cmh.CpSolverResponse = wrapper.solve(self.cp)  # type: ignore[no-untyped-call]
+        finally:
+            with self._lock:
+                self._wrapper = None
+        status = _STATUS.get(response.status, SolveStatus.NO_SOLUTION)
         seconds = self.translation + time.perf_counter() - start
-        self.search_seconds = solver.wall_time
-        detail = f"{self.size}, {solver.wall_time:.3f}s in search"
+        self.search_seconds = response.wall_time
+        detail = f"{self.size}, {response.wall_time:.3f}s in search"
         if status in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE):
-            values = [int(x) for x in solver.response_proto.solution]
-            objective, bound = solver.objective_value, solver.best_objective_bound
+            values = [int(x) for x in response.solution]
+            objective, bound = response.objective_value, response.best_objective_bound
             return status, values, objective, bound, seconds, detail
         return status, None, None, None, seconds, detail
 
+    def stop(self) -> None:
+        """Stops the search if it is under way (from another thread); a stop before the solve
+        has begun is dropped, as CP-SAT drops it."""
+        with self._lock:
+            if self._wrapper is not None:
+                self._wrapper.stop_search()
 
-def _translate(model: LinearModel, hint: list[int] | None) -> cp_model.CpModel:
+
+def _translate(model: LinearModel, hint: list[int] | None) -> cmh.CpModelProto:
     """The LinearModel written straight into the CP-SAT proto: one message per row, no expression
     objects (the operator-overloading API costs 0.3 s per cycle at 10,000 rows)."""
-    cp = cp_model.CpModel()
-    proto = cp.proto
+    proto = cmh.CpModelProto()
     for name, lb, ub in zip(model.names, model.lb, model.ub, strict=True):
         var = proto.variables.add()
         var.name = name
@@ -138,4 +160,4 @@ def _translate(model: LinearModel, hint: list[int] | None) -> cp_model.CpModel:
             raise ValueError(f"hint has {len(hint)} values for {len(model.names)} variables")
         proto.solution_hint.vars.extend(range(len(hint)))
         proto.solution_hint.values.extend(hint)
-    return cp
+    return proto

@@ -19,12 +19,10 @@ def test_a_short_search_on_a_large_model_detects_no_symmetry() -> None:
     """CP-SAT does not stop inside symmetry detection, which held a large model's short search
     seconds past its limit: short searches skip it at every size; long ones keep the default."""
     large = _model(SMALL_MODEL + 1)
-    short = Search(large, None, 1.0, 1, 0).solver.parameters
-    long = Search(large, None, LIGHT_BELOW, 1, 0).solver.parameters
+    short = Search(large, None, 1.0, 1, 0).parameters
+    long = Search(large, None, LIGHT_BELOW, 1, 0).parameters
     assert short.symmetry_level == 0
-    assert (
-        long.symmetry_level == Search(_model(3), None, 60.0, 1, 0).solver.parameters.symmetry_level
-    )
+    assert long.symmetry_level == Search(_model(3), None, 60.0, 1, 0).parameters.symmetry_level
     assert long.symmetry_level != 0
     assert short.max_presolve_iterations == 1 and short.add_lp_constraints_lazily
 
