@@ -10,9 +10,6 @@ the model's objective hints CP-SAT. Neither is trusted: both go to the packer an
 
 from __future__ import annotations
 
-import highspy
-import numpy as np
-
 from solver_sched.formulation.build import Built
 from solver_sched.formulation.problem import Problem
 
@@ -26,6 +23,11 @@ def relaxation(model_problem: Problem, built: Built, time_limit: float) -> dict[
     n = len(m.names)
     if n == 0:
         return None
+    # imported on first use: with numpy, 0.07-0.1 s of every process start (the what-if CLI's
+    # cycles with a search seldom run the relaxation)
+    import highspy
+    import numpy as np
+
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
     h.setOptionValue("time_limit", max(0.01, time_limit))
