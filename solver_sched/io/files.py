@@ -125,27 +125,35 @@ class _Stream:
 
     def __init__(self, f: IO[str], head: str) -> None:
         self.f, self.buf, self.pos = f, head, 0
-        self.line, self.column = 1, 1  # where ``buf`` begins in the file
+        self.dropped = 0  # characters of the file before ``buf``
 
     def _more(self) -> bool:
         data = self.f.read(CHUNK)
         if not data:
             return False
-        dropped = self.buf[: self.pos]
-        lines = dropped.count("\n")
-        if lines:
-            self.line += lines
-            self.column = len(dropped) - dropped.rindex("\n")
-        else:
-            self.column += len(dropped)
+        self.dropped += self.pos
         self.buf, self.pos = self.buf[self.pos :] + data, 0
         return True
 
     def where(self, exc: json.JSONDecodeError) -> tuple[int, int]:
-        """The file's line and column of an error in ``buf``."""
+        """The file's line and column of an error in ``buf``. The lines of the chunks dropped are
+        counted here, by reading the file again up to ``buf``, not while reading (0.3-0.45 s
+        over a 962 MB dump that has no error)."""
+        if not self.dropped:
+            return exc.lineno, exc.colno
+        self.f.seek(0)
+        lines, column, left = 0, 1, self.dropped
+        while left:
+            text = self.f.read(min(CHUNK, left))
+            if not text:
+                break
+            left -= len(text)
+            n = text.count("\n")
+            lines += n
+            column = len(text) - text.rindex("\n") if n else column + len(text)
         if exc.lineno == 1:
-            return self.line, self.column + exc.colno - 1
-        return self.line + exc.lineno - 1, exc.colno
+            return lines + 1, column + exc.colno - 1
+        return lines + exc.lineno, exc.colno
 
     def peek(self) -> str:
         """The next character that is not white space ('' at the end of the file)."""
