@@ -10,7 +10,7 @@ shuffled, so the search's order (priority, then name) visits the racks in no par
 
 Per instance: the required gangs started and the evictions of
 - ``anywhere``: greedy with victims sought only across the cluster (the search before the
-  domain step; an ablation of ``Victims._fences``);
+  domain step; an ablation of ``solvers/fences.py``);
 - ``greedy``: greedy as it is;
 - ``cycle``: the default cycle (its emitted plan, checked).
 

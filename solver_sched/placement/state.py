@@ -60,7 +60,7 @@ class PlanState:
                 res.add_into(self.settled[r], self._usage(j, problem.jobs[j].current), -1)
         self._journal: list[Callable[[], None]] = []
         # Every job whose size went up (a bind, or a rollback restoring it), in order: what a
-        # shrink of it frees then grows beyond what it freed before (victims.py, _NoRoom).
+        # shrink of it frees then grows beyond what it freed before (room.NoRoom).
         self.grown: list[int] = []
         self.covered = [  # per row: GPUs of guaranteed parts (queue-min coverage, for reclaim)
             sum(problem.jobs[j].guaranteed_gpus_at(problem.jobs[j].current) for j in row.jobs)

@@ -128,8 +128,8 @@ class Search:
         return status, None, None, None, seconds, detail
 
     def stop(self) -> None:
-        """Stops the search if it is under way (from another thread); a stop before the solve
-        has begun is dropped, as CP-SAT drops it."""
+        """Stops the search if it is under way (from another thread). A stop before the solve
+        has begun is dropped (the caller repeats it: _Solving.cancel)."""
         with self._lock:
             if self._wrapper is not None:
                 self._wrapper.stop_search()

@@ -47,7 +47,7 @@ def greedy_plan(
     the order gangs to start are tried in (``start_order``: the LP relaxation's, or smallest
     first for the start bonus); by default queue order (``order``, computed when not given).
     ``value_aware``: a start takes no victim that alone gives up as much guaranteed value as the
-    start brings (victims.take_loss, start_gain). ``deadline`` (a perf_counter time): past it no
+    start brings (worth.take_loss, start_gain). ``deadline`` (a perf_counter time): past it no
     start takes victims, so the pass ends soon after with what fits (a cycle's extra candidates
     keep its budget; the victim search is where a pass's time goes)."""
     st = PlanState(snapshot, problem)

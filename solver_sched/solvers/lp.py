@@ -10,6 +10,8 @@ the model's objective hints CP-SAT. Neither is trusted: both go to the packer an
 
 from __future__ import annotations
 
+import time
+
 from solver_sched.formulation.build import Built
 from solver_sched.formulation.problem import Problem
 
@@ -24,10 +26,12 @@ def relaxation(model_problem: Problem, built: Built, time_limit: float) -> dict[
     if n == 0:
         return None
     # imported on first use: with numpy, 0.07-0.1 s of every process start (the what-if CLI's
-    # cycles with a search seldom run the relaxation)
+    # cycles with a search seldom run the relaxation); the first import comes out of the window
+    start = time.perf_counter()
     import highspy
     import numpy as np
 
+    time_limit -= time.perf_counter() - start
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
     h.setOptionValue("time_limit", max(0.01, time_limit))

@@ -314,19 +314,19 @@ class _Start:
 
     def shrinks(self) -> Iterator[int]:
         """Shrinkable jobs whose rows give room, lowest priority first."""
-        v = self.victims
-        groups = [group for key, group in v.groups.items() if self.useful_rows(key)]
-        return heapq.merge(*groups, key=v.position.__getitem__)
+        victims = self.victims
+        groups = [group for key, group in victims.groups.items() if self.useful_rows(key)]
+        return heapq.merge(*groups, key=victims.position.__getitem__)
 
     def breaks(self) -> Iterator[tuple[int, int]]:
         """Gangs a fired trigger lets the start break, whose rows give room, lowest priority
         first: (gang, 0)."""
-        v, j, size_now, names = self.victims, self.j, self.st.size, self.victims.names
-        breakable = v._breakable(frozenset(self.fired))
+        victims, j, size_now = self.victims, self.j, self.st.size
+        breakable = victims._breakable(frozenset(self.fired))
         groups = [group for key, group in breakable.items() if self.useful_rows(key)]
-        for b in heapq.merge(*groups, key=v._rank.__getitem__):
-            if b != j and size_now[names[b]] > 0:
-                yield b, 0
+        for v in heapq.merge(*groups, key=victims._rank.__getitem__):
+            if v != j and size_now[victims.names[v]] > 0:
+                yield v, 0
 
     def steps(self) -> Iterator[tuple[int, int]]:
         """Every take-back in the search's order: each shrink's sizes largest first, then the
