@@ -21,6 +21,7 @@ from solver_sched.config.schema import SchedulerConfig
 from solver_sched.cycle import CycleResult, run_cycle
 from solver_sched.domain.plan import JobOutcome, Plan
 from solver_sched.domain.snapshot import ClusterSnapshot
+from solver_sched.io.kube_snapshot import Parsed
 from solver_sched.kube.actuator import Actuator, Outcome
 from solver_sched.kube.api import KubeApi, RateLimiter
 from solver_sched.kube.assume import Assumed
@@ -96,6 +97,7 @@ class Controller(ControlLoop):
         super().__init__(opts, api, Metrics(), opts.bind_workers + 16)
         self.opts: RunOptions = opts
         self.assumed = Assumed()
+        self.parsed = Parsed()  # nodes and pods parsed by earlier cycles (take_snapshots)
         self.status = StatusWriter(
             self.api.with_budget(RateLimiter(opts.status_qps, opts.status_burst)),
             self.store,
@@ -147,7 +149,7 @@ class Controller(ControlLoop):
         stamps = list(self.assumed.snapshot().stamps)
         self.assumed.reconcile(live_pods(self.store), stamps_seen(self.store, stamps))
         name = self.opts.scheduler_name or config.settings.scheduler_name
-        snap, real = take_snapshots(self.store, self.assumed, config, name)
+        snap, real = take_snapshots(self.store, self.assumed, config, name, self.parsed)
         self.metrics.phase_seconds.labels("snapshot").observe(time.perf_counter() - t)
         result = run_cycle(snap, config, now)
         for phase, secs in result.phases.items():

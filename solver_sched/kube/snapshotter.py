@@ -64,20 +64,31 @@ def stamps_seen(store: ObjectStore, sources: list[str]) -> dict[str, str]:
 
 
 def take_snapshots(
-    store: ObjectStore, assumed: Assumed, config: SchedulerConfig, scheduler_name: str
+    store: ObjectStore,
+    assumed: Assumed,
+    config: SchedulerConfig,
+    scheduler_name: str,
+    parsed: Parsed | None = None,
 ) -> tuple[ClusterSnapshot, ClusterSnapshot]:
     """(to plan on, as it is): the first counts in-flight binds and evictions as done, the second
     is what the API server holds now (the actuator checks real room against it). With nothing in
-    flight the two are the same snapshot, parsed once."""
+    flight the two are the same snapshot, parsed once.
+
+    ``parsed``: what earlier cycles parsed, kept by the caller. The store replaces an object's
+    dict on every watch event and never changes one in place, so a node or pod whose dict is the
+    one an earlier cycle read is not read again (at 10,000 nodes and 86,000 pods, parsing them
+    all took 3.3 s per snapshot); entries the two loads did not use are dropped afterwards."""
     cooldown = config.settings.cooldown
     inflight = assumed.snapshot()
-    parsed = Parsed()  # the second snapshot reads again only the pods in flight
+    parsed = parsed if parsed is not None else Parsed()
     plan_on = snapshot_from_objects(
         planning_objects(store, inflight), scheduler_name, cooldown, parsed
-    )
-    if not inflight:
-        return plan_on, plan_on
-    return plan_on, snapshot_from_objects(cluster_objects(store), scheduler_name, cooldown, parsed)
+    )  # the second load then reads again only the pods in flight
+    real = plan_on
+    if inflight:
+        real = snapshot_from_objects(cluster_objects(store), scheduler_name, cooldown, parsed)
+    parsed.prune()
+    return plan_on, real
 
 
 def live_pods(store: ObjectStore) -> dict[str, tuple[str, str | None]]:
