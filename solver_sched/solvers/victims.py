@@ -357,14 +357,14 @@ class _Start:
 
     def no_room(self, fence: Fence | None) -> NoRoom | None:
         """The shrinks known to open no room alone for this gang's pod shape (in the fence)."""
-        v, st, largest = self.victims, self.st, self.largest
-        if not v.remember_no_room or self.per_pod <= 1 or largest is None:
+        victims, st, largest = self.victims, self.st, self.largest
+        if not victims.remember_no_room or self.per_pod <= 1 or largest is None:
             return None
-        shape = (res.key(largest.requests), largest.constraints, st.problem.jobs[self.j].clusters)
-        key = (*shape, fence)
-        no_room = v._no_room.get(key)
+        clusters = st.problem.jobs[self.j].clusters
+        key = (res.key(largest.requests), largest.constraints, clusters, fence)
+        no_room = victims._no_room.get(key)
         if no_room is None:
-            no_room = v._no_room[key] = NoRoom(v.smaller, st.nodes.given, st.grown)
+            no_room = victims._no_room[key] = NoRoom(victims.smaller, st.nodes.given, st.grown)
         no_room.sync()
         return no_room
 
