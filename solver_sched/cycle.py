@@ -54,6 +54,9 @@ NO_SEARCH_BELOW = 0.1  # of the budget: with less left the model is not even tra
 # nodes) only delays the plan. The window is estimated as search_deadline will set it, with the
 # check of greedy's plan, still to come, as long as the build (docs/benchmarks.md section 1).
 SEARCH_NEEDS = 2.5
+# A build with the model's rows over one without (formulation/build.py writes them when first
+# read): 1.9-2.9 from 512 to 10,000 nodes on every preset (docs/benchmarks.md section 1).
+WITH_ROWS = 2.0
 REPACKS = 3  # packings of the solver's plan after the first, while some job fails to pack
 COMPACT = "compact"  # the best candidate's sizes packed again, largest topology gang first
 # Of a cycle's budget: greedy's other candidates end by then, and the LP relaxation (whose window
@@ -163,7 +166,7 @@ def _cycle(
             problem = replace(problem, topology_note=topology_note)
         model = aggregate(problem, partial(_created, snapshot))  # what the solver sees
         build_start = time.perf_counter()
-        built = build(model)
+        built = build(model)  # its rows are written when first read (a search, the LP)
         building = time.perf_counter() - build_start
     with timer("greedy"):
         greedy_state = greedy_plan(snapshot, problem)  # concrete already: it needs no packing
@@ -180,6 +183,20 @@ def _cycle(
         """The search's window if it were translated at ``at`` in a budget of ``bound``, as
         search_deadline will set it: the check of greedy's plan, still to come, as the build."""
         return search_deadline(start, bound, timer.phases["plan"] + building) - at
+
+    # The model's rows, written now where a search may still follow: the rules below then weigh
+    # the whole build, measured. Where none can (its window, shrinking from now on, is short of
+    # SEARCH_NEEDS whole builds as estimated: XL), they are never written.
+    if backend != "greedy" and (
+        search_budget is None
+        or window(time.perf_counter(), search_budget) >= SEARCH_NEEDS * WITH_ROWS * building
+    ):
+        with timer("model"):
+            rows_start = time.perf_counter()
+            built.model.constraints  # noqa: B018 (the property writes them)
+            building += time.perf_counter() - rows_start
+    else:
+        building *= WITH_ROWS
 
     def latest(share: float = variants, past_share: bool = True) -> float | None:
         """When another greedy pass (about as long as the first) must end: in this share of the

@@ -347,6 +347,36 @@ def test_no_search_when_its_window_is_shorter_than_the_model_needs(
     assert result.violations == []
 
 
+def test_the_models_rows_are_written_only_where_a_search_may_follow(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Valuing plans needs the model's variables and terms alone: the rows (two thirds of the
+    build at 10,000 nodes) are written for a search, never when its window is already too short."""
+    from solver_sched.formulation.rules import capacity
+
+    written: list[int] = []
+    real = capacity.add
+
+    def counted(*a: Any) -> None:
+        written.append(1)
+        real(*a)
+
+    monkeypatch.setattr(capacity, "add", counted)
+    snap = snapshot_from_objects(synthetic_objects(16, 40, 20, 1, NOW))
+    # (the LP relaxation reads them too: off)
+    cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 2.0, "lpGuide": False}})
+    seen = _limits(monkeypatch)
+    assert cycle_module.run_cycle(snap, cfg, NOW, "cpsat").violations == []
+    assert seen and written == [1]
+    written.clear()
+    seen.clear()
+    _slowed(monkeypatch, build=0.5)
+    result = cycle_module.run_cycle(snap, cfg, NOW, "cpsat")
+    assert result.stats.detail.startswith("no search: a window of")
+    assert seen == [] and written == []
+    assert result.violations == []
+
+
 def test_when_no_search_could_follow_the_candidates_may_use_the_budget(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

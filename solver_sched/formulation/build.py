@@ -1,8 +1,12 @@
-"""Problem -> LinearModel: the rules, in the order docs/formulation.md presents them."""
+"""Problem -> LinearModel: the rules, in the order docs/formulation.md presents them.
+
+The model's rows are written and fitted when a solver first reads them (``LinearModel.later``):
+valuing a plan needs the variables and the objective's terms alone."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 from solver_sched.formulation.linear import LinearModel
 from solver_sched.formulation.problem import Problem
@@ -29,9 +33,8 @@ class Built:
 def build(problem: Problem) -> Built:
     model = LinearModel()
     v = create(problem, model)
-    gang.add(problem, model, v)
-    capacity.add(problem, model, v)
-    clusters.add(problem, model, v)
+    for rows in (gang, capacity, clusters):  # rows only: written when a solver reads them
+        model.later(partial(rows.add, problem, model, v))
     quota.add(problem, model, v)
     topology.add(problem, model, v)
     triggers = preemption.add(problem, model, v)

@@ -7,6 +7,7 @@ construction; tests then check that they agree on the optimum.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 Terms = list[tuple[int, int]]  # (variable index, coefficient)
@@ -31,7 +32,7 @@ class LinearModel:
     names: list[str] = field(default_factory=list)
     lb: list[int] = field(default_factory=list)
     ub: list[int] = field(default_factory=list)
-    constraints: list[Constraint] = field(default_factory=list)
+    fitted: list[Constraint] = field(default_factory=list)  # rows read so far (``constraints``)
     # objective (maximised) =
     #   tie_band * (band * sum(guaranteed terms) + sum(elastic terms)) + sum(tie terms)
     # The tie band only orders plans of equal value (rules/nomination.py).
@@ -42,6 +43,12 @@ class LinearModel:
     tie_band: int = 1
     # per variable, the larger magnitude of its bounds: what a coefficient can reach (``_span``)
     reach: list[int] = field(default_factory=list, repr=False, compare=False)
+    # Rows as the rules wrote them, and writers of rows (``later``), in order; fitted (``_fit``)
+    # when ``constraints`` is first read after them. A cycle that searches nothing values its
+    # plans with the variables and terms alone: the rows were 2/3 of the XL model's build.
+    _written: list[Constraint | Callable[[], None]] = field(
+        default_factory=list, init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         if len(self.reach) != len(self.names):  # a model made from another's variables
@@ -55,12 +62,35 @@ class LinearModel:
         return len(self.names) - 1
 
     def add(self, name: str, terms: Terms, lo: int | None = None, hi: int | None = None) -> None:
-        terms = [(v, c) for v, c in terms if c]
-        if not terms:
-            if (lo is not None and lo > 0) or (hi is not None and hi < 0):
-                self.constraints.append(Constraint(name, [], lo, hi))  # infeasible: keep it visible
-            return
-        self.constraints.append(self._fit(Constraint(name, terms, lo, hi)))
+        self._written.append(Constraint(name, list(terms), lo, hi))  # the caller's list may change
+
+    def later(self, write: Callable[[], None]) -> None:
+        """``write`` adds rows (only rows: no variable, no term) when ``constraints`` is first
+        read; they take their place among the others as if it had run now."""
+        self._written.append(write)
+
+    @property
+    def constraints(self) -> list[Constraint]:
+        """Every row, zero coefficients dropped and each within LIMIT (``_fit``)."""
+        while self._written:
+            written, self._written = self._written, []
+            for at, item in enumerate(written):
+                if not isinstance(item, Constraint):
+                    item()  # its rows, then the rest after them
+                    self._written.extend(written[at + 1 :])
+                    break
+                if (con := self._clean(item)) is not None:
+                    self.fitted.append(con)
+        return self.fitted
+
+    def _clean(self, con: Constraint) -> Constraint | None:
+        terms = [(v, c) for v, c in con.terms if c]
+        if terms:
+            return self._fit(Constraint(con.name, terms, con.lo, con.hi))
+        lo, hi = con.lo, con.hi
+        if (lo is not None and lo > 0) or (hi is not None and hi < 0):
+            return Constraint(con.name, [], lo, hi)  # infeasible: keep it visible
+        return None
 
     def _span(self, con: Constraint) -> int:
         per_var = self.reach

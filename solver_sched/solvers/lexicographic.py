@@ -39,7 +39,7 @@ def held_value(model: LinearModel, values: list[int], objective: Terms) -> Linea
         lb=model.lb,
         ub=model.ub,
         reach=model.reach,
-        constraints=list(model.constraints),
+        fitted=list(model.constraints),
         elastic={"objective": list(objective)},
     )
     out.add("value_floor", value, sum(c * values[v] for v, c in value), None)

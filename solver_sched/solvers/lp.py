@@ -26,8 +26,10 @@ def relaxation(model_problem: Problem, built: Built, time_limit: float) -> dict[
     if n == 0:
         return None
     # imported on first use: with numpy, 0.07-0.1 s of every process start (the what-if CLI's
-    # cycles with a search seldom run the relaxation); the first import comes out of the window
+    # cycles with a search seldom run the relaxation); the first import comes out of the window,
+    # as the model's rows do where no search wrote them (formulation/build.py)
     start = time.perf_counter()
+    rows = m.constraints
     import highspy
     import numpy as np
 
@@ -42,7 +44,6 @@ def relaxation(model_problem: Problem, built: Built, time_limit: float) -> dict[
     h.addVars(n, np.array(m.lb, dtype=float), np.array(m.ub, dtype=float))
     h.changeColsCost(n, np.arange(n, dtype=np.int32), cost)
     inf = highspy.kHighsInf
-    rows = m.constraints
     starts: list[int] = []
     index: list[int] = []
     value: list[int] = []

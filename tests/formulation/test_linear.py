@@ -34,6 +34,28 @@ def _meets(terms: list[tuple[int, int]], point: list[int], lo: int | None, hi: i
     return (lo is None or act >= lo) and (hi is None or act <= hi)
 
 
+def test_rows_written_later_take_their_place_and_are_fitted_when_read() -> None:
+    """``later``'s rows are written when ``constraints`` is first read, among the others in the
+    order they were added; rows added after a read are fitted at the next read."""
+    m = _model([3, 3])
+    calls: list[str] = []
+
+    def write() -> None:
+        calls.append("write")
+        m.add("b", [(1, 2)], None, 4)
+        m.add("zero", [(0, 0)], None, 1)  # no term left: dropped, as when added directly
+
+    m.add("a", [(0, 1)], None, 2)
+    m.later(write)
+    m.add("c", [(0, 1), (1, 1)], 1, None)
+    assert calls == []
+    assert [c.name for c in m.constraints] == ["a", "b", "c"]
+    assert [c.name for c in m.constraints] == ["a", "b", "c"] and calls == ["write"]
+    m.add("d", [(0, EXA)], None, EXA)
+    assert [c.name for c in m.constraints] == ["a", "b", "c", "d"]
+    assert _span(m) <= LIMIT
+
+
 def test_a_row_within_the_limit_is_kept_as_written() -> None:
     m = _model([3, 3])
     m.add("r", [(0, 6), (1, 4)], None, 10)
