@@ -1,5 +1,6 @@
 """NodeState's picks: a request no node held is not searched again until a node gets room
-back, nor is a node it did not fit (taking only shrinks room)."""
+back, nor is a node it did not fit (taking only shrinks room), which returns to its place in
+best fit's order when it does."""
 
 from dataclasses import replace
 
@@ -71,6 +72,25 @@ def test_a_node_a_pick_did_not_fit_is_not_tested_again_until_it_gets_room_back(
     state.give_back(busy, "n0")  # n0 has its 8 CPUs back
     assert state.pick(second, "default") == "n0"
     assert calls[0] == 5
+
+
+def test_a_node_that_gets_room_back_is_picked_in_its_place_in_best_fits_order() -> None:
+    """Nodes a pick did not fit leave their bucket; one that gets room back without its free
+    GPUs changing (a CPU-only pod given back) returns where it was: before n2, as if it had never
+    left. Appended at the bucket's end instead, the next pick would be n2."""
+    snap = snapshot(
+        [node(f"n{i}", gpus=8, cpu="8") for i in range(3)],
+        gang("busy", 2, gpus=0, cpu="6", running_on=["n0", "n1"]),
+        gang("wants", 1, gpus=1, cpu="8"),
+    )
+    state = NodeState(snap)
+    want = snap.pods["default/wants-worker-0"]
+    assert state.pick(want, "default") == "n2"  # n0 and n1 hold no 8 CPUs
+    state.give_back(snap.pods["default/busy-worker-0"], "n0")
+    assert state.free["n0"].get(res.GPU) == state.free["n2"].get(res.GPU)  # the same bucket
+    assert state.pick(want, "default") == "n0"
+    state.give_back(snap.pods["default/busy-worker-1"], "n1")
+    assert state.pick(want, "default") == "n0"
 
 
 def test_a_pools_nodes_are_the_feasible_ones_of_its_cluster_and_class() -> None:
