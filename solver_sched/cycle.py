@@ -184,20 +184,6 @@ def _cycle(
         search_deadline will set it: the check of greedy's plan, still to come, as the build."""
         return search_deadline(start, bound, timer.phases["plan"] + building) - at
 
-    # The model's rows, written now where a search may still follow: the rules below then weigh
-    # the whole build, measured. Where none can (its window, shrinking from now on, is short of
-    # SEARCH_NEEDS whole builds as estimated: XL), they are never written.
-    if backend != "greedy" and (
-        search_budget is None
-        or window(time.perf_counter(), search_budget) >= SEARCH_NEEDS * WITH_ROWS * building
-    ):
-        with timer("model"):
-            rows_start = time.perf_counter()
-            built.model.constraints  # noqa: B018 (the property writes them)
-            building += time.perf_counter() - rows_start
-    else:
-        building *= WITH_ROWS
-
     def latest(share: float = variants, past_share: bool = True) -> float | None:
         """When another greedy pass (about as long as the first) must end: in this share of the
         budget; without a budget, never. A pass after which no search could run anyway (its
@@ -235,6 +221,20 @@ def _cycle(
         # the greedy backend's second plan, so it comes first, where and as that backend runs
         # it (its deadline as the backend's): the plan is not below that backend's.
         others.append(_variant(snapshot, problem, model, built, timer, DENSE, cutoff(end)))
+    # The model's rows, written now where a search may still follow: the rules below then weigh
+    # the whole build, measured. Where none can (its window, shrinking from now on, is short of
+    # SEARCH_NEEDS whole builds as estimated: XL), they are never written. After dense-greedy,
+    # which the greedy backend, writing none, runs at this point too.
+    if backend != "greedy" and (
+        search_budget is None
+        or window(time.perf_counter(), search_budget) >= SEARCH_NEEDS * WITH_ROWS * building
+    ):
+        with timer("model"):
+            rows_start = time.perf_counter()
+            built.model.constraints  # noqa: B018 (the property writes them)
+            building += time.perf_counter() - rows_start
+    else:
+        building *= WITH_ROWS
     if backend != "greedy" and problem.too_large is None:
         if fits(end := latest()):  # the candidate that pays most where the search cannot
             deadline = cutoff(end)
