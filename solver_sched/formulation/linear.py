@@ -72,16 +72,19 @@ class LinearModel:
     @property
     def constraints(self) -> list[Constraint]:
         """Every row, zero coefficients dropped and each within LIMIT (``_fit``)."""
-        while self._written:
-            written, self._written = self._written, []
-            for at, item in enumerate(written):
-                if not isinstance(item, Constraint):
-                    item()  # its rows, then the rest after them
-                    self._written.extend(written[at + 1 :])
-                    break
+        self.write_rows()
+        return self.fitted
+
+    def write_rows(self) -> None:
+        """Fits the rows written so far and runs the writers ``later`` holds, in order."""
+        written, self._written = self._written, []
+        for item in written:
+            if isinstance(item, Constraint):
                 if (con := self._clean(item)) is not None:
                     self.fitted.append(con)
-        return self.fitted
+            else:
+                item()  # its rows, fitted before the rest
+                self.write_rows()
 
     def _clean(self, con: Constraint) -> Constraint | None:
         terms = [(v, c) for v, c in con.terms if c]

@@ -69,7 +69,7 @@ class _Pool:
         """The node got room back: into its bucket again, where it was."""
         if node not in self.dead:
             return
-        self.dead.discard(node)
+        self.dead.remove(node)
         level, seq = self.level[node], self.seq
         bucket = self.buckets[level]
         if bucket and seq[next(reversed(bucket))] > seq[node]:  # (seldom: its level unchanged)
