@@ -28,6 +28,8 @@ from solver_sched.solvers.room import NoRoom, Vectors, grouped, most_freed, near
 from solver_sched.solvers.worth import start_gain, take_loss
 
 MAX_VICTIM_STEPS = 64  # a gang that still does not fit after this many take-backs waits
+Rows = dict[int, dict[str, int]]  # queue row -> usage (a start's, coming to its rows)
+Floors = dict[int, dict[str, int]]  # queue row -> usage at which its floor refused take-backs
 
 
 class Victims:
@@ -35,6 +37,7 @@ class Victims:
     that cannot fit even after every allowed victim is given up without trying placements."""
 
     remember_no_room = True  # (tests turn it off: the same plans, found by the full walk)
+    remember_out_of_reach = True  # (likewise)
 
     def __init__(
         self,
@@ -86,8 +89,9 @@ class Victims:
         self._failed: dict[Hashable, tuple[int, bool]] = {}  # demand -> (plan version, refused)
         self._failed_smaller: dict[Hashable, tuple[int, int]] = {}  # -> (version, fewest pods)
         # Searches no victim could help, by what they depend on: what all their victims freed
-        # per node, and how far the nodes' record of room given back was read (_out_of_reach).
-        self._unreachable: dict[Hashable, tuple[Vectors, int]] = {}
+        # per node, how far the nodes' record of room given back was read, and the floors that
+        # refused the take-backs that would have opened room (_out_of_reach).
+        self._unreachable: dict[Hashable, tuple[Vectors, int, Floors]] = {}
         self.smaller = {  # positive sizes a shrinkable job may take, largest first
             v: sorted((o.size for o in jobs[v].options[1:]), reverse=True) for v in self.shrinkable
         }
@@ -221,21 +225,32 @@ class Victims:
             for fence in fences(st, j, target, start.need, self.released, start.steps)
         )
 
-    def _out_of_reach(self, memo: Hashable, room: Callable[[Vectors], list[str]]) -> bool:
+    def _out_of_reach(
+        self, memo: Hashable, room: Callable[[Vectors], list[str]], coming: Rows, own: set[int]
+    ) -> bool:
         """Whether a search that no victim could help still fails. Since it failed, running
         jobs only shrank (what they freed became room on their nodes, which ``NodeState.given``
         records) and room elsewhere only shrank (other pods were bound): on a node not given room
         back since, its room plus what its victims free can only be less. So it still fails
         unless, on a node given room back since, the room now plus what its victims freed then
-        opens room for its pod (``room``)."""
+        opens room for its pod (``room``), or a queue floor that refused a take-back opening
+        room may now let it go: its row's usage, with the start's (``coming``), grew since, or
+        the start may cross it (``own``: with debt, its own queues' floors)."""
         hit = self._unreachable.get(memo)
-        if hit is None:
+        if hit is None or not self.remember_out_of_reach:
             return False
-        most, seen = hit
+        most, seen, floors = hit
+        settled = self.st.settled
+        for r, level in floors.items():
+            if r in own:
+                return False
+            with_start = coming.get(r, {})
+            if any(settled[r].get(n, 0) + with_start.get(n, 0) > q for n, q in level.items()):
+                return False
         given = self.st.nodes.given
         if room({n: most.get(n, {}) for n in set(given[seen:])}):
             return False
-        self._unreachable[memo] = (most, len(given))
+        self._unreachable[memo] = (most, len(given), floors)
         return True
 
 
@@ -255,6 +270,11 @@ class _Start:
         self.coming = {r: delta for r in st.rows_of.get(j, ())}
         # With debt, the floors of j's own queues may be crossed: _refill settles them or undoes.
         self.own = set(self.coming) if debt else set()
+        # Whether a floor refusing a take-back may tell greedy to retry with debt (one of the
+        # start's own queues has a floor and may not be crossed): a walk's refusals then matter
+        # beyond its outcome, so a search with refusals is not skipped (memo).
+        quotas = st.problem.quotas
+        self.refusals_matter = not debt and any(quotas[r].floor for r in self.coming)
         self.at_floor = {  # queues at their min even with the start: none of their jobs may shrink
             r
             for r in victims.floor_rows
@@ -340,20 +360,20 @@ class _Start:
 
     def memo(self, fence: Fence | None) -> Hashable | None:
         """What a pending gang's search depends on (its victims follow from the triggers and the
-        queues at their floor), when a failed one may be remembered (``_out_of_reach``): a gang
-        of large pods, not value-aware, blocked by no queue, not running."""
+        queues at their floor, the queues that block it), when a failed one may be remembered
+        (``_out_of_reach``): a gang of large pods, not value-aware, not running."""
         st, jm, largest = self.st, self.st.problem.jobs[self.j], self.largest
         if (
             largest is None
             or self.per_pod <= 1
             or self.gain is not None
-            or self.blocked
             or jm.current
             or st.size[jm.name]
         ):
             return None
         demand = (self.per_pod, largest.constraints, jm.clusters, frozenset(self.fired))
-        return (*demand, self.debt, fence, frozenset(self.at_floor))
+        queues = (frozenset(self.at_floor), frozenset(self.blocked), self.refusals_matter)
+        return (*demand, self.debt, fence, *queues)
 
     def no_room(self, fence: Fence | None) -> NoRoom | None:
         """The shrinks known to open no room alone for this gang's pod shape (in the fence)."""
@@ -457,11 +477,12 @@ class _Walk:
         # nor all together on one node) is not walked again while it depends on the same things
         # and no node it could use got room back (_out_of_reach).
         memo = start.memo(self.fence)
-        if memo is not None and victims._out_of_reach(memo, self.room):
+        if memo is not None and victims._out_of_reach(memo, self.room, coming, own):
             return False
         mark = st.mark()
         taken = 0
-        helped = False  # some take-back opened room alone
+        helped = False  # some take-back opened room alone and no floor refused it
+        refused: set[int] = set()  # the floors that refused take-backs opening room alone
         no_room = self.no_room = start.no_room(self.fence)
         outcome, resized, began = self.outcome, self.resized, self.began
         first = no_room is not None and not start.blocked and gain is None
@@ -497,12 +518,13 @@ class _Walk:
                             outcome[(v, size)] = True
                         no_room.add((v, size), victims.released_all(v, size))
                     continue
-                helped = True  # (even if the floors refuse it: they may not later)
                 # A shrink can only break a floor; refused ones cost no node work, are not counted.
                 hits = [r for r, _ in st.quota_blocks(v, size, False, coming) if r not in own]
                 if hits:
                     victims.own_floor_refused |= not set(hits).isdisjoint(coming)
+                    refused.update(hits)
                     continue
+                helped = True
                 taken += 1
                 before = st.size[jobs[v].name]
                 if not st.resize(v, size, check_quota=False):
@@ -531,11 +553,27 @@ class _Walk:
             most = most_freed(deferred, victims.released_all, near)
             group = grouped(deferred, released, self.room, most)
             if not group:
-                if memo is not None and not helped:
-                    most = most_freed(deferred, victims.released_all)  # every node, for later
-                    victims._unreachable[memo] = (most, len(st.nodes.given))
                 break
             rest = [(v, size, False) for v, size in deferred if (v, size) not in group]
             todo = [(v, size, True) for v, size in group] + rest
         st.rollback(mark)
+        if memo is None:
+            return False
+        if not helped and not (refused and start.refusals_matter):
+            # nothing was taken: the last pass deferred every victim left
+            most = most_freed(deferred, victims.released_all)  # every node, for later
+            floors = {r: self._level(r) for r in refused}
+            victims._unreachable[memo] = (most, len(st.nodes.given), floors)
+        elif start.blocked and not start.refusals_matter:
+            # A queue blocked it: its first take-backs went to the queue, not to room. Remembered
+            # when all its victims together open no room on any node (whatever the queues say).
+            most = most_freed(list(start.steps()), victims.released_all)
+            if not self.room(most):
+                victims._unreachable[memo] = (most, len(st.nodes.given), {})
         return False
+
+    def _level(self, r: int) -> dict[str, int]:
+        """Row r's settled usage plus the start's, per resource of its floor: while it does not
+        grow, the floor refuses the same take-backs."""
+        st, coming = self.start.st, self.start.coming.get(r, {})
+        return {n: st.settled[r].get(n, 0) + coming.get(n, 0) for n in st.problem.quotas[r].floor}

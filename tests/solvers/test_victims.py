@@ -253,6 +253,146 @@ def test_a_search_no_victim_could_help_is_not_walked_again_until_a_node_gets_roo
     assert st.size["default/e1"] == 1
 
 
+def _walks(snap: Any) -> tuple[Any, Any, dict[str, int], list[int]]:
+    """A plan state, its Victims and job index, and the victims whose room a search reads."""
+    cfg = config()
+    problem = prepare(snap, cfg.weights, cfg.settings, NOW)
+    st = greedy.PlanState(snap, problem)
+    index = {jm.name.split("/")[1]: j for j, jm in enumerate(problem.jobs)}
+    v = victims.Victims(st, list(range(len(problem.jobs))))
+    walked: list[int] = []
+    released = v.released_all
+    v.released_all = lambda *a: walked.append(a[0]) or released(*a)  # type: ignore[method-assign]
+    return st, v, index, walked
+
+
+def test_a_search_a_queue_blocked_is_not_walked_again_while_no_victim_could_open_room() -> None:
+    """Queue q (max 12 GPUs) runs e1 (two 4-GPU pods, on a and b beside 4-GPU pins): an 8-GPU
+    start in q is over q's max, so its first take-back (e1 down to one pod) goes to the queue,
+    and then no node has room: p1 fails. All its victims together open no room on any node, so
+    p2 (the same demand; the plan changed by q2's bind, no node got room back) fails without
+    walking them. Once the pins are gone, p2 is searched again and starts, shrinking e1."""
+    tree = quota_tree(
+        {
+            "name": "root",
+            "children": [
+                {"name": "q", "namespaces": ["team-q"], "max": {"nvidia.com/gpu": "12"}},
+                {"name": "o", "namespaces": ["team-o"]},
+            ],
+        }
+    )
+    el = {"gpus": 4, "min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
+    snap = snapshot(
+        *(node(n, gpus=8) for n in "abc"),
+        node("s", gpus=2),
+        tree,
+        gang("pa", 1, gpus=4, namespace="team-o", running_on=["a"], priority=1000),
+        gang("pb", 1, gpus=4, namespace="team-o", running_on=["b"], priority=1000),
+        gang("pc", 1, gpus=8, namespace="team-o", running_on=["c"], priority=1000),
+        gang("e1", 2, namespace="team-q", running_on=["a", "b"], **el),
+        gang("p1", 1, gpus=8, namespace="team-q"),
+        gang("p2", 1, gpus=8, namespace="team-q"),
+        gang("o2", 1, gpus=2, namespace="team-o"),
+        # may break the pins (so they are in the model); never fits, its trigger not fired here
+        gang("hi", 1, gpus=16, namespace="team-o", priority=2000),
+    )
+    st, v, index, _ = _walks(snap)
+    taken: list[int] = []  # the take-backs the searches tried
+    resize = st.resize
+    st.resize = lambda j, *a, **k: taken.append(j) or resize(j, *a, **k)  # type: ignore[method-assign]
+    assert st.quota_blocks(index["p1"], 1)  # over q's max
+    assert not v.start(index["p1"], 1, set())
+    assert index["e1"] in taken
+    assert st.resize(index["o2"], 1)  # the plan changed; no node got room back
+    taken.clear()
+    assert not v.start(index["p2"], 1, set())
+    assert taken == [index["p2"]]  # out of reach still: only the start without victims
+    for pin in ("pa", "pb"):
+        assert st.resize(index[pin], 0, check_quota=False)
+    assert v.start(index["p2"], 1, set())
+    assert st.size["team-q/e1"] == 1
+    assert st.placed["team-q/p2-worker-0"] in ("a", "b")
+
+
+def test_a_search_a_floor_refused_is_walked_again_once_the_floors_queue_grows() -> None:
+    """Shrinking e1 (queue a, min 10 GPUs, running 16) would open room on b for p1's 8-GPU pod,
+    but leave a at 8 GPUs, under its min: the floor refuses it and p1 fails. p2 (same demand, the
+    plan changed by o2's bind) fails without walking its victims while a's usage has not grown.
+    Once a2 (2 GPUs, queue a) starts, shrinking e1 leaves a at its min, and p2 is searched again
+    and starts on b."""
+    tree = quota_tree(
+        {
+            "name": "root",
+            "children": [
+                {"name": "a", "namespaces": ["team-a"], "min": {"nvidia.com/gpu": "10"}},
+                {"name": "o", "namespaces": ["team-o"]},
+            ],
+        }
+    )
+    el = {"gpus": 8, "min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
+    snap = snapshot(
+        *(node(n, gpus=8) for n in "abc"),
+        node("s", gpus=4),
+        tree,
+        gang("pc", 1, gpus=8, namespace="team-o", running_on=["c"], priority=1000),
+        gang("e1", 2, namespace="team-a", running_on=["a", "b"], **el),
+        gang("p1", 1, gpus=8, namespace="team-o"),
+        gang("p2", 1, gpus=8, namespace="team-o"),
+        gang("o2", 1, gpus=1, namespace="team-o"),
+        gang("a2", 1, gpus=2, namespace="team-a"),
+    )
+    st, v, index, walked = _walks(snap)
+    assert not v.start(index["p1"], 1, set())
+    assert set(walked) == {index["e1"]}
+    seen = len(walked)
+    assert st.resize(index["o2"], 1)  # the plan changed; no node got room back
+    assert not v.start(index["p2"], 1, set())
+    assert len(walked) == seen  # the floor still refuses: not walked
+    assert st.resize(index["a2"], 1)  # a grows to 18 GPUs
+    assert v.start(index["p2"], 1, set())
+    assert st.size["team-a/e1"] == 1
+    assert st.placed["team-o/p2-worker-0"] in ("a", "b")
+
+
+def test_a_search_its_own_queues_floor_refused_says_so_each_time() -> None:
+    """p1 and p2 (4-GPU pods, queue a, min 14 GPUs, e1 running 16) could start by shrinking e1,
+    but that leaves a at 8 + 4 GPUs, under its min: the floor refuses it, and since it is their
+    own queue's, the search says so (greedy then tries again with debt and refills a). p2's
+    search (same demand, the plan changed) says so too: a search whose refusals tell greedy
+    something is not skipped as out of reach."""
+    tree = quota_tree(
+        {
+            "name": "root",
+            "children": [
+                {"name": "a", "namespaces": ["team-a"], "min": {"nvidia.com/gpu": "14"}},
+                {"name": "o", "namespaces": ["team-o"]},
+            ],
+        }
+    )
+    el = {"gpus": 8, "min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
+    snap = snapshot(
+        *(node(n, gpus=8) for n in "abc"),
+        node("s", gpus=2),
+        tree,
+        gang("pc", 1, gpus=8, namespace="team-o", running_on=["c"], priority=1000),
+        gang("e1", 2, namespace="team-a", running_on=["a", "b"], **el),
+        gang("p1", 1, gpus=4, namespace="team-a"),
+        gang("p2", 1, gpus=4, namespace="team-a"),
+        gang("o2", 1, gpus=1, namespace="team-o"),
+    )
+    st, v, index, _ = _walks(snap)
+    assert not v.start(index["p1"], 1, set())
+    assert v.own_floor_refused
+    assert st.resize(index["o2"], 1)  # the plan changed; no node got room back
+    v.own_floor_refused = False
+    assert not v.start(index["p2"], 1, set())
+    assert v.own_floor_refused
+    result = plan(snap, "greedy")  # with debt: p1 starts, shrinking e1, and p2 refills a
+    assert result.violations == []
+    after = workers_after(snap, result.plan)
+    assert (after["team-a/p1"], after["team-a/p2"], after["team-a/e1"]) == (1, 1, 1)
+
+
 def test_a_shrink_that_opened_no_room_is_tried_again_once_its_node_gets_room_back() -> None:
     """p1's search finds that shrinking e1 opens no room on a (pin holds the rest of a) and starts
     p1 by shrinking e2 on c. Once pin is gone from a, p2 (the same pod shape, allowed to break g)
@@ -437,9 +577,10 @@ def test_shrinks_known_to_open_no_room_are_skipped_without_changing_a_plan(
     monkeypatch: pytest.MonkeyPatch, size: str, seeds: range
 ) -> None:
     """The search skips shrinks known to open no room alone for a pod shape until one of their
-    nodes gets room back, and rebuilds what the full walk would have deferred: greedy's plans in
-    all three orders are the full walk's, on every preset (a shrink skipped while it would open
-    room, or a deferred list rebuilt wrong, changes some)."""
+    nodes gets room back, and rebuilds what the full walk would have deferred, and skips searches
+    remembered as out of reach: greedy's plans in all three orders are the full walk's, on every
+    preset (a shrink skipped while it would open room, or a deferred list rebuilt wrong, changes
+    some)."""
     cfg = config()
     for preset in PRESETS:
         for seed in seeds:
@@ -450,6 +591,7 @@ def test_shrinks_known_to_open_no_room_are_skipped_without_changing_a_plan(
             plans = []
             for remember in (True, False):
                 monkeypatch.setattr(victims.Victims, "remember_no_room", remember)
+                monkeypatch.setattr(victims.Victims, "remember_out_of_reach", remember)
                 plans.append(
                     [
                         (st.placed, st.size)
