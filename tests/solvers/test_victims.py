@@ -314,28 +314,36 @@ def test_a_search_a_queue_blocked_is_not_walked_again_while_no_victim_could_open
     assert st.placed["team-q/p2-worker-0"] in ("a", "b")
 
 
+def _floor_cluster(min_gpus: int, *objects: Any) -> Any:
+    """Queue a (min ``min_gpus``) runs e1, two 8-GPU pods on a and b; queue o's pin fills c."""
+    tree = quota_tree(
+        {
+            "name": "root",
+            "children": [
+                {"name": "a", "namespaces": ["team-a"], "min": {"nvidia.com/gpu": str(min_gpus)}},
+                {"name": "o", "namespaces": ["team-o"]},
+            ],
+        }
+    )
+    el = {"gpus": 8, "min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
+    return snapshot(
+        *(node(n, gpus=8) for n in "abc"),
+        tree,
+        gang("pc", 1, gpus=8, namespace="team-o", running_on=["c"], priority=1000),
+        gang("e1", 2, namespace="team-a", running_on=["a", "b"], **el),
+        *objects,
+    )
+
+
 def test_a_search_a_floor_refused_is_walked_again_once_the_floors_queue_grows() -> None:
     """Shrinking e1 (queue a, min 10 GPUs, running 16) would open room on b for p1's 8-GPU pod,
     but leave a at 8 GPUs, under its min: the floor refuses it and p1 fails. p2 (same demand, the
     plan changed by o2's bind) fails without walking its victims while a's usage has not grown.
     Once a2 (2 GPUs, queue a) starts, shrinking e1 leaves a at its min, and p2 is searched again
     and starts on b."""
-    tree = quota_tree(
-        {
-            "name": "root",
-            "children": [
-                {"name": "a", "namespaces": ["team-a"], "min": {"nvidia.com/gpu": "10"}},
-                {"name": "o", "namespaces": ["team-o"]},
-            ],
-        }
-    )
-    el = {"gpus": 8, "min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
-    snap = snapshot(
-        *(node(n, gpus=8) for n in "abc"),
+    snap = _floor_cluster(
+        10,
         node("s", gpus=4),
-        tree,
-        gang("pc", 1, gpus=8, namespace="team-o", running_on=["c"], priority=1000),
-        gang("e1", 2, namespace="team-a", running_on=["a", "b"], **el),
         gang("p1", 1, gpus=8, namespace="team-o"),
         gang("p2", 1, gpus=8, namespace="team-o"),
         gang("o2", 1, gpus=1, namespace="team-o"),
@@ -360,22 +368,9 @@ def test_a_search_its_own_queues_floor_refused_says_so_each_time() -> None:
     own queue's, the search says so (greedy then tries again with debt and refills a). p2's
     search (same demand, the plan changed) says so too: a search whose refusals tell greedy
     something is not skipped as out of reach."""
-    tree = quota_tree(
-        {
-            "name": "root",
-            "children": [
-                {"name": "a", "namespaces": ["team-a"], "min": {"nvidia.com/gpu": "14"}},
-                {"name": "o", "namespaces": ["team-o"]},
-            ],
-        }
-    )
-    el = {"gpus": 8, "min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
-    snap = snapshot(
-        *(node(n, gpus=8) for n in "abc"),
+    snap = _floor_cluster(
+        14,
         node("s", gpus=2),
-        tree,
-        gang("pc", 1, gpus=8, namespace="team-o", running_on=["c"], priority=1000),
-        gang("e1", 2, namespace="team-a", running_on=["a", "b"], **el),
         gang("p1", 1, gpus=4, namespace="team-a"),
         gang("p2", 1, gpus=4, namespace="team-a"),
         gang("o2", 1, gpus=1, namespace="team-o"),
