@@ -28,7 +28,6 @@ from solver_sched.solvers.room import NoRoom, Vectors, grouped, most_freed, near
 from solver_sched.solvers.worth import start_gain, take_loss
 
 MAX_VICTIM_STEPS = 64  # a gang that still does not fit after this many take-backs waits
-Rows = dict[int, dict[str, int]]  # queue row -> usage (a start's, coming to its rows)
 Floors = dict[int, dict[str, int]]  # queue row -> usage at which its floor refused take-backs
 
 
@@ -226,7 +225,7 @@ class Victims:
         )
 
     def _out_of_reach(
-        self, memo: Hashable, room: Callable[[Vectors], list[str]], coming: Rows, own: set[int]
+        self, memo: Hashable, start: _Start, room: Callable[[Vectors], list[str]]
     ) -> bool:
         """Whether a search that no victim could help still fails. Since it failed, running
         jobs only shrank (what they freed became room on their nodes, which ``NodeState.given``
@@ -234,21 +233,22 @@ class Victims:
         back since, its room plus what its victims free can only be less. So it still fails
         unless, on a node given room back since, the room now plus what its victims freed then
         opens room for its pod (``room``), or a queue floor that refused a take-back opening
-        room may now let it go: its row's usage, with the start's (``coming``), grew since, or
-        the start may cross it (``own``: with debt, its own queues' floors)."""
+        room may now let it go: its row's usage, with the start's, grew since, or the start may
+        cross it (with debt, its own queues' floors). Nor is it skipped where the walk's refusals
+        would tell greedy more than its outcome (``_Start.quiet``)."""
         hit = self._unreachable.get(memo)
         if hit is None or not self.remember_out_of_reach:
             return False
         most, seen, floors = hit
         settled = self.st.settled
         for r, level in floors.items():
-            if r in own:
+            if r in start.own:
                 return False
-            with_start = coming.get(r, {})
+            with_start = start.coming.get(r, {})
             if any(settled[r].get(n, 0) + with_start.get(n, 0) > q for n, q in level.items()):
                 return False
         given = self.st.nodes.given
-        if room({n: most.get(n, {}) for n in set(given[seen:])}):
+        if room({n: most.get(n, {}) for n in set(given[seen:])}) or not start.quiet():
             return False
         self._unreachable[memo] = (most, len(given), floors)
         return True
@@ -270,11 +270,10 @@ class _Start:
         self.coming = {r: delta for r in st.rows_of.get(j, ())}
         # With debt, the floors of j's own queues may be crossed: _refill settles them or undoes.
         self.own = set(self.coming) if debt else set()
-        # Whether a floor refusing a take-back may tell greedy to retry with debt (one of the
-        # start's own queues has a floor and may not be crossed): a walk's refusals then matter
-        # beyond its outcome, so a search with refusals is not skipped (memo).
+        # The start's own queues with a floor it may not cross: a take-back one of them refuses
+        # makes greedy try the start again with debt (own_floor_refused).
         quotas = st.problem.quotas
-        self.refusals_matter = not debt and any(quotas[r].floor for r in self.coming)
+        self.own_floors = [] if debt else [r for r in self.coming if quotas[r].floor]
         self.at_floor = {  # queues at their min even with the start: none of their jobs may shrink
             r
             for r in victims.floor_rows
@@ -358,6 +357,30 @@ class _Start:
                     yield v, size
         yield from self.breaks()
 
+    def quiet(self) -> bool:
+        """Whether no floor of the start's own queues (``own_floors``) can refuse one of its
+        take-backs, so that a walk would not set ``own_floor_refused``: each such row stays at
+        or above its floor, with the start's usage, even if every victim in it went to its
+        smallest size (a walk's take-backs, however many, free no more than that)."""
+        if not self.own_floors:
+            return True
+        st, rows = self.st, self.own_floors
+        smallest: dict[int, int] = {}
+        for v, size in self.steps():
+            smallest[v] = min(size, smallest.get(v, size))
+        after = {r: dict(st.settled[r]) for r in rows}
+        for v, size in smallest.items():
+            if size < st.size[self.victims.names[v]]:
+                for r in st.rows_of.get(v, ()):
+                    if r in after:
+                        res.add_into(after[r], st.change(v, size))
+        quotas = st.problem.quotas
+        return all(
+            after[r].get(n, 0) + self.coming[r].get(n, 0) >= floor
+            for r in rows
+            for n, floor in quotas[r].floor.items()
+        )
+
     def memo(self, fence: Fence | None) -> Hashable | None:
         """What a pending gang's search depends on (its victims follow from the triggers and the
         queues at their floor, the queues that block it), when a failed one may be remembered
@@ -372,8 +395,7 @@ class _Start:
         ):
             return None
         demand = (self.per_pod, largest.constraints, jm.clusters, frozenset(self.fired))
-        queues = (frozenset(self.at_floor), frozenset(self.blocked), self.refusals_matter)
-        return (*demand, self.debt, fence, *queues)
+        return (*demand, self.debt, fence, frozenset(self.at_floor), frozenset(self.blocked))
 
     def no_room(self, fence: Fence | None) -> NoRoom | None:
         """The shrinks known to open no room alone for this gang's pod shape (in the fence)."""
@@ -477,7 +499,7 @@ class _Walk:
         # nor all together on one node) is not walked again while it depends on the same things
         # and no node it could use got room back (_out_of_reach).
         memo = start.memo(self.fence)
-        if memo is not None and victims._out_of_reach(memo, self.room, coming, own):
+        if memo is not None and victims._out_of_reach(memo, start, self.room):
             return False
         mark = st.mark()
         taken = 0
@@ -559,12 +581,12 @@ class _Walk:
         st.rollback(mark)
         if memo is None:
             return False
-        if not helped and not (refused and start.refusals_matter):
+        if not helped:
             # nothing was taken: the last pass deferred every victim left
             most = most_freed(deferred, victims.released_all)  # every node, for later
             floors = {r: self._level(r) for r in refused}
             victims._unreachable[memo] = (most, len(st.nodes.given), floors)
-        elif start.blocked and not start.refusals_matter:
+        elif start.blocked:
             # A queue blocked it: its first take-backs went to the queue, not to room. Remembered
             # when all its victims together open no room on any node (whatever the queues say).
             most = most_freed(list(start.steps()), victims.released_all)
