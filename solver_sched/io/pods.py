@@ -139,7 +139,7 @@ def pod_from(b: LoadContext, raw: dict[str, Any], nodes: dict[str, Node]) -> Pod
         requests=requests if isinstance(requests, dict) else {res.PODS: 1},
         job=group_key(p) or name,
         scheduler_name=p.spec.scheduler_name,
-        node_name=p.spec.node_name,
+        node_name=p.spec.node_name or None,  # "" is how some clients write "unscheduled"
         cluster=node.cluster if (node := nodes.get(p.spec.node_name or "")) else DEFAULT_CLUSTER,
         phase=phase,
         priority=priority,

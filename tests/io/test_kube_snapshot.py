@@ -270,6 +270,18 @@ def test_job_of_only_finished_pods_does_not_exist() -> None:
     assert "default/done" in s.pods and s.jobs == {}
 
 
+def test_an_empty_node_name_is_no_node() -> None:
+    """``spec.nodeName: ""`` is how some clients write an unscheduled pod: it is pending, holds
+    nothing and counts in no queue's usage (read as bound, it counted in the model's usage and
+    not in the checker's)."""
+    p = pod("p", gpus=1)
+    p["spec"]["nodeName"] = ""
+    s = snap(p, node("n1"))
+    read = s.pods["default/p"]
+    assert read.node_name is None and read.waiting and not read.bound
+    assert s.queue_usage(q for q in s.pods.values() if q.bound) == {}
+
+
 def test_unknown_phase_is_unknown() -> None:
     p = pod("p")
     p["status"]["phase"] = "Evicted"
