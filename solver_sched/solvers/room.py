@@ -83,11 +83,12 @@ class NoRoom:
         return out
 
 
-def _smallest(steps: list[tuple[int, int]]) -> dict[int, int]:
-    smallest: dict[int, int] = {}
+def smallest(steps: Iterable[tuple[int, int]]) -> dict[int, int]:
+    """Victim -> the smallest size these take-backs take it to (where it frees the most)."""
+    out: dict[int, int] = {}
     for v, size in steps:
-        smallest[v] = min(size, smallest.get(v, size))
-    return smallest
+        out[v] = min(size, out.get(v, size))
+    return out
 
 
 def most_freed(
@@ -98,7 +99,7 @@ def most_freed(
     """Node -> what all these take-backs free there (each victim at its smallest size), on
     the nodes ``only`` names (None: every node)."""
     most: dict[str, dict[str, int]] = {}
-    for v, size in _smallest(steps).items():
+    for v, size in smallest(steps).items():
         for node, vec in released(v, size).items():
             if only is None or node in only:
                 res.add_into(most.setdefault(node, {}), vec)
@@ -114,7 +115,7 @@ def near_room(
     """The nodes where the GPUs free now plus those all these take-backs free (each victim at
     its smallest size) reach ``per_pod``: the only ones where they may open room together."""
     gpus: dict[str, int] = {}
-    for v, size in _smallest(steps).items():
+    for v, size in smallest(steps).items():
         for node, g in released(v, size).items():
             gpus[node] = gpus.get(node, 0) + g
     return {n for n, g in gpus.items() if free[n].get(res.GPU, 0) + g >= per_pod}

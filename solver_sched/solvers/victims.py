@@ -24,7 +24,7 @@ from solver_sched.formulation.sizes import change_to
 from solver_sched.placement.nodes import Fence
 from solver_sched.placement.state import PlanState
 from solver_sched.solvers.fences import fences
-from solver_sched.solvers.room import NoRoom, Vectors, grouped, most_freed, near_room
+from solver_sched.solvers.room import NoRoom, Vectors, grouped, most_freed, near_room, smallest
 from solver_sched.solvers.worth import start_gain, take_loss
 
 MAX_VICTIM_STEPS = 64  # a gang that still does not fit after this many take-backs waits
@@ -240,12 +240,8 @@ class Victims:
         if hit is None or not self.remember_out_of_reach:
             return False
         most, seen, floors = hit
-        settled = self.st.settled
-        for r, level in floors.items():
-            if r in start.own:
-                return False
-            with_start = start.coming.get(r, {})
-            if any(settled[r].get(n, 0) + with_start.get(n, 0) > q for n, q in level.items()):
+        for r, then in floors.items():
+            if r in start.own or any(q > then[n] for n, q in start.level(r).items()):
                 return False
         given = self.st.nodes.given
         if room({n: most.get(n, {}) for n in set(given[seen:])}) or not start.quiet():
@@ -364,22 +360,25 @@ class _Start:
         smallest size (a walk's take-backs, however many, free no more than that)."""
         if not self.own_floors:
             return True
-        st, rows = self.st, self.own_floors
-        smallest: dict[int, int] = {}
-        for v, size in self.steps():
-            smallest[v] = min(size, smallest.get(v, size))
-        after = {r: dict(st.settled[r]) for r in rows}
-        for v, size in smallest.items():
+        st = self.st
+        after = {r: self.level(r) for r in self.own_floors}
+        for v, size in smallest(self.steps()).items():
             if size < st.size[self.victims.names[v]]:
                 for r in st.rows_of.get(v, ()):
                     if r in after:
                         res.add_into(after[r], st.change(v, size))
         quotas = st.problem.quotas
         return all(
-            after[r].get(n, 0) + self.coming[r].get(n, 0) >= floor
-            for r in rows
+            level.get(n, 0) >= floor
+            for r, level in after.items()
             for n, floor in quotas[r].floor.items()
         )
+
+    def level(self, r: int) -> dict[str, int]:
+        """Row r's settled usage plus the start's, per resource of its floor: what the floor
+        tests a take-back against (PlanState._row_block), before the take-back."""
+        st, coming = self.st, self.coming.get(r, {})
+        return {n: st.settled[r].get(n, 0) + coming.get(n, 0) for n in st.problem.quotas[r].floor}
 
     def memo(self, fence: Fence | None) -> Hashable | None:
         """What a pending gang's search depends on (its victims follow from the triggers and the
@@ -584,7 +583,7 @@ class _Walk:
         if not helped:
             # nothing was taken: the last pass deferred every victim left
             most = most_freed(deferred, victims.released_all)  # every node, for later
-            floors = {r: self._level(r) for r in refused}
+            floors = {r: start.level(r) for r in refused}
             victims._unreachable[memo] = (most, len(st.nodes.given), floors)
         elif start.blocked:
             # A queue blocked it: its first take-backs went to the queue, not to room. Remembered
@@ -593,9 +592,3 @@ class _Walk:
             if not self.room(most):
                 victims._unreachable[memo] = (most, len(st.nodes.given), {})
         return False
-
-    def _level(self, r: int) -> dict[str, int]:
-        """Row r's settled usage plus the start's, per resource of its floor: while it does not
-        grow, the floor refuses the same take-backs."""
-        st, coming = self.start.st, self.start.coming.get(r, {})
-        return {n: st.settled[r].get(n, 0) + coming.get(n, 0) for n in st.problem.quotas[r].floor}

@@ -314,8 +314,10 @@ def test_a_search_a_queue_blocked_is_not_walked_again_while_no_victim_could_open
     assert st.placed["team-q/p2-worker-0"] in ("a", "b")
 
 
-def _floor_cluster(min_gpus: int, *objects: Any) -> Any:
-    """Queue a (min ``min_gpus``) runs e1, two 8-GPU pods on a and b; queue o's pin fills c."""
+def _floor_cluster(min_gpus: int, pending: dict[str, Any], *objects: Any) -> Any:
+    """Queue a (min ``min_gpus``) runs e1, two 8-GPU pods on a and b; queue o's pin fills c; s
+    has 3 GPUs, too few for p1 and p2 (one pod each, ``pending``); o2 (1 GPU, queue o) changes
+    the plan without giving any node room back."""
     tree = quota_tree(
         {
             "name": "root",
@@ -331,6 +333,10 @@ def _floor_cluster(min_gpus: int, *objects: Any) -> Any:
         tree,
         gang("pc", 1, gpus=8, namespace="team-o", running_on=["c"], priority=1000),
         gang("e1", 2, namespace="team-a", running_on=["a", "b"], **el),
+        node("s", gpus=3),
+        gang("p1", 1, **pending),
+        gang("p2", 1, **pending),
+        gang("o2", 1, gpus=1, namespace="team-o"),
         *objects,
     )
 
@@ -341,14 +347,8 @@ def test_a_search_a_floor_refused_is_walked_again_once_the_floors_queue_grows() 
     plan changed by o2's bind) fails without walking its victims while a's usage has not grown.
     Once a2 (2 GPUs, queue a) starts, shrinking e1 leaves a at its min, and p2 is searched again
     and starts on b."""
-    snap = _floor_cluster(
-        10,
-        node("s", gpus=4),
-        gang("p1", 1, gpus=8, namespace="team-o"),
-        gang("p2", 1, gpus=8, namespace="team-o"),
-        gang("o2", 1, gpus=1, namespace="team-o"),
-        gang("a2", 1, gpus=2, namespace="team-a"),
-    )
+    pending = {"gpus": 8, "namespace": "team-o"}
+    snap = _floor_cluster(10, pending, gang("a2", 1, gpus=2, namespace="team-a"))
     st, v, index, walked = _walks(snap)
     assert not v.start(index["p1"], 1, set())
     assert set(walked) == {index["e1"]}
@@ -368,13 +368,7 @@ def test_a_search_its_own_queues_floor_refused_says_so_each_time() -> None:
     own queue's, the search says so (greedy then tries again with debt and refills a). p2's
     search (same demand, the plan changed) says so too: a search whose refusals tell greedy
     something is not skipped as out of reach."""
-    snap = _floor_cluster(
-        14,
-        node("s", gpus=2),
-        gang("p1", 1, gpus=4, namespace="team-a"),
-        gang("p2", 1, gpus=4, namespace="team-a"),
-        gang("o2", 1, gpus=1, namespace="team-o"),
-    )
+    snap = _floor_cluster(14, {"gpus": 4, "namespace": "team-a"})
     st, v, index, _ = _walks(snap)
     assert not v.start(index["p1"], 1, set())
     assert v.own_floor_refused
