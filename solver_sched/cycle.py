@@ -215,11 +215,15 @@ def _cycle(
         return None if end is None else end - TAIL * one_pass
 
     end = latest(past_share=False)
+    if end is not None and backend != "greedy":  # never earlier than the greedy backend's
+        end = max(end, latest() or end)
     if problem.gang_start and problem.too_large is None and fits(end):
         # the start bonus values small gangs more per GPU: greedy in that order too, for the
         # greedy backend as well, so greedy and the model optimise the same objective. It is
-        # the greedy backend's second plan, so it comes first, where and as that backend runs
-        # it (its deadline as the backend's): the plan is not below that backend's.
+        # the greedy backend's second plan, so it comes first, with that backend's deadline at
+        # the least: later where no search could follow anyway, as value-greedy's, since a
+        # slower Python phase than in that backend's cycle must not skip it (M full 1019 came
+        # out x0.9995 of the greedy-only cycle: dense-greedy not run, value-greedy's plan).
         others.append(_variant(snapshot, problem, model, built, timer, DENSE, cutoff(end)))
     # The model's rows, written now where a search may still follow: the rules below then weigh
     # the whole build, measured. Where none can (its window, shrinking from now on, is short of
