@@ -420,8 +420,8 @@ def test_greedys_other_passes_stop_taking_victims_before_the_budget_ends(
     twice at L): the other passes get a deadline for their victim search, inside the budget.
     The first pass (the hint, the greedy backend's plan) gets none; dense-greedy, the greedy
     backend's other pass, comes next with that backend's deadline (inside its share of the
-    budget), so the plan is not below that backend's. No pass of a cycle without a budget gets
-    one."""
+    budget, where a search may still follow), so the plan is not below that backend's. No pass
+    of a cycle without a budget gets one."""
     first: list[float | None] = []
     given: dict[str, float | None] = {}
     real, variant = cycle_module.greedy_plan, cycle_module._variant
