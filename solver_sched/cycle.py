@@ -184,11 +184,12 @@ def _cycle(
         search_deadline will set it: the check of greedy's plan, still to come, as the build."""
         return search_deadline(start, bound, timer.phases["plan"] + building) - at
 
-    def latest(share: float = variants, past_share: bool = True) -> float | None:
+    def latest(share: float = variants, past_share: bool = True, rows: float = 1.0) -> float | None:
         """When another greedy pass (about as long as the first) must end: in this share of the
         budget; without a budget, never. A pass after which no search could run anyway (its
-        window shorter than SEARCH_NEEDS builds) may use the budget up to the check's estimate,
-        unless ``past_share`` is False (the LP relaxation, whose own window is its share)."""
+        window shorter than SEARCH_NEEDS builds) may use the budget up to the check's estimate
+        (the build, times ``rows`` where it does not count the rows yet), unless ``past_share``
+        is False (the LP relaxation, whose own window is its share)."""
         if budget is None:
             return None
         end = time.perf_counter() + one_pass
@@ -198,7 +199,7 @@ def _cycle(
             and backend != "greedy"
             and window(end, search_budget) < SEARCH_NEEDS * building
         ):
-            return start + MARGIN * budget - building
+            return start + MARGIN * budget - rows * building
         return start + share * budget
 
     def fits(end: float | None) -> bool:
@@ -216,7 +217,7 @@ def _cycle(
 
     end = latest(past_share=False)
     if end is not None and backend != "greedy":  # never earlier than the greedy backend's
-        end = max(end, latest() or end)
+        end = max(end, latest(rows=WITH_ROWS) or end)  # no rows follow a window that short
     if problem.gang_start and problem.too_large is None and fits(end):
         # the start bonus values small gangs more per GPU: greedy in that order too, for the
         # greedy backend as well, so greedy and the model optimise the same objective. It is
