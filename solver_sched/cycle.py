@@ -29,7 +29,7 @@ from solver_sched.planning.check import check
 from solver_sched.planning.diff import diff
 from solver_sched.planning.pack import compact, minimize_evictions, pack
 from solver_sched.solvers.budget import MARGIN, auto_budget, search_deadline
-from solver_sched.solvers.cpsat import SMALL_MODEL, Outcome, Search
+from solver_sched.solvers.cpsat import Outcome, Search
 from solver_sched.solvers.greedy import (
     assignment_of,
     counts_of,
@@ -60,13 +60,14 @@ WITH_ROWS = 2.0
 REPACKS = 3  # packings of the solver's plan after the first, while some job fails to pack
 COMPACT = "compact"  # the best candidate's sizes packed again, largest topology gang first
 # Of a cycle's budget: greedy's other candidates end by then, and the LP relaxation (whose window
-# is not greedy's pass) by LP_SHARE. A small model (cpsat.SMALL_MODEL variables, S) is searched
+# is not greedy's pass) by LP_SHARE. A small model (SMALL_MODEL variables, S) is searched
 # to its optimum in the budget, so the search keeps half of it. On larger ones (from 512 nodes)
 # CP-SAT's short window returns nothing better than the hint while value-greedy's pass finds
 # +0.2-1.4% (docs/benchmarks.md section 1): the candidates get more, value-greedy first after
 # the greedy backend's own dense-greedy.
 VARIANTS = 0.75
 VARIANTS_SMALL = 0.5
+SMALL_MODEL = 2000  # variables (S: 907)
 LP_SHARE = 0.5
 # Of greedy's first pass: what another pass still takes once its victim search has stopped at its
 # deadline (starts where they fit, elastic growth, valuing its plan): 0.1-0.5 at L on dev seeds.
@@ -202,6 +203,20 @@ def _cycle(
             return start + MARGIN * budget - rows * building
         return start + share * budget
 
+    def searching(bound: float) -> tuple[float, Settings, str | None]:
+        """A budgeted search's limit (an upper bound: it is stopped at its deadline), settings
+        and why it does not run, if it does not: too little of the budget left, or a window too
+        short for it to return more than the candidates."""
+        at = time.perf_counter()
+        left = start + bound - at
+        skip = None
+        if left < NO_SEARCH_BELOW * bound:
+            skip = f"no search: {max(0.0, left):.2f}s of the {bound:.2f}s budget left"
+        elif (open_for := window(at, bound)) < SEARCH_NEEDS * building:
+            needed = SEARCH_NEEDS * building
+            skip = f"no search: a window of {max(0.0, open_for):.2f}s, {needed:.2f}s needed"
+        return min(limit, max(0.01, left)), s, skip
+
     def fits(end: float | None) -> bool:
         """Another pass (about as long as the first) ends by ``end`` (None: no budget)."""
         return end is None or time.perf_counter() + one_pass <= end
@@ -230,6 +245,7 @@ def _cycle(
     # the whole build, measured. Where none can (its window, shrinking from now on, is short of
     # SEARCH_NEEDS whole builds as estimated: XL), they are never written. After dense-greedy,
     # which the greedy backend, writing none, runs at this point too.
+    solving = None
     if backend != "greedy" and (
         search_budget is None
         or window(time.perf_counter(), search_budget) >= SEARCH_NEEDS * WITH_ROWS * building
@@ -238,62 +254,64 @@ def _cycle(
             rows_start = time.perf_counter()
             built.model.write_rows()
             building += time.perf_counter() - rows_start
+        if search_budget is not None:  # the budgeted search starts now, beside the candidates
+            with timer("solve"):
+                solving = _Solving(backend, model, built, None, *searching(search_budget))
     else:
         building *= WITH_ROWS
-    if backend != "greedy" and problem.too_large is None:
-        if fits(end := latest()):  # the candidate that pays most where the search cannot
-            deadline = cutoff(end)
-            others.append(_variant(snapshot, problem, model, built, timer, VALUE_AWARE, deadline))
-        if s.lp_guide and room_for_another(LP_SHARE, past_share=False):
-            with timer("lp"):  # which gangs the relaxation starts: greedy in that order too
-                # within its share of the budget: at L with topology on, the LP of the
-                # per-domain model took 3.5 s of a 3 s target (docs/benchmarks.md section 5)
-                lp_window = (
-                    limit if budget is None else start + LP_SHARE * budget - time.perf_counter()
-                )
-                shares = relaxation(model, built, min(limit, lp_window))
-            if shares is not None and fits(end := latest()):
+    try:  # a search started above runs while the candidates are made and the best checked
+        if backend != "greedy" and problem.too_large is None:
+            if fits(end := latest()):  # the candidate that pays most where the search cannot
+                deadline = cutoff(end)
                 others.append(
-                    _variant(snapshot, problem, model, built, timer, GUIDED, cutoff(end), shares)
+                    _variant(snapshot, problem, model, built, timer, VALUE_AWARE, deadline)
                 )
-        if problem.asks:  # never below a topology baseline's plan
-            for name, baseline in BASELINES.items():
-                if room_for_another():
-                    with timer("greedy"):
-                        st = replay(snapshot, problem, baseline(snapshot, topology))
-                    with timer("plan"):
-                        others.append(_score(model, built, name, st, [], None))
-    plans = sorted((c for c in others if c is not None), key=lambda c: c.rank, reverse=True)
-    first, rest = plans[0], plans[1:]  # the best greedy plan hints the solver
-    hint = first.values if first.values is not None else hint
-    with timer("solve"):  # the translation; the search then runs on a worker thread
-        skip = None
-        if search_budget is not None:  # an upper bound: stopped at its deadline below
-            at = time.perf_counter()
-            left = start + search_budget - at
-            limit = min(limit, max(0.01, left))
-            if left < NO_SEARCH_BELOW * search_budget:
-                skip = f"no search: {max(0.0, left):.2f}s of the {search_budget:.2f}s budget left"
-            elif (open_for := window(at, search_budget)) < SEARCH_NEEDS * building:
-                skip = (
-                    f"no search: a window of {max(0.0, open_for):.2f}s, "
-                    f"{SEARCH_NEEDS * building:.2f}s needed"
-                )
-        solving = _Solving(backend, model, built, hint, limit, s, skip)
-    try:  # while the solver searches, the best greedy candidate is checked on this thread
-        with timer("check"):
+            if s.lp_guide and room_for_another(LP_SHARE, past_share=False):
+                with timer("lp"):  # which gangs the relaxation starts: greedy in that order too
+                    # within its share of the budget: at L with topology on, the LP of the
+                    # per-domain model took 3.5 s of a 3 s target (docs/benchmarks.md section 5)
+                    lp_window = (
+                        limit if budget is None else start + LP_SHARE * budget - time.perf_counter()
+                    )
+                    shares = relaxation(model, built, min(limit, lp_window))
+                if shares is not None and fits(end := latest()):
+                    others.append(
+                        _variant(
+                            snapshot, problem, model, built, timer, GUIDED, cutoff(end), shares
+                        )
+                    )
+            if problem.asks:  # never below a topology baseline's plan
+                for name, baseline in BASELINES.items():
+                    if room_for_another():
+                        with timer("greedy"):
+                            st = replay(snapshot, problem, baseline(snapshot, topology))
+                        with timer("plan"):
+                            others.append(_score(model, built, name, st, [], None))
+        plans = sorted((c for c in others if c is not None), key=lambda c: c.rank, reverse=True)
+        first, rest = plans[0], plans[1:]  # the best greedy plan hints an explicit search
+        hint = first.values if first.values is not None else hint
+        if solving is None:  # an explicit search, hinted with the best candidate; or none
+            with timer("solve"):  # the translation; the search then runs on a worker thread
+                if search_budget is None:
+                    solving = _Solving(backend, model, built, hint, limit, s, None)
+                else:
+                    solving = _Solving(backend, model, built, hint, *searching(search_budget))
+        with timer("check"):  # on this thread, while the solver searches
             _verdict(snapshot, first, now, s)
     except BaseException:
-        solving.cancel()
+        if solving is not None:
+            solving.cancel()
         raise
+    assert solving is not None
     with timer("solve"):
         if search_budget is not None:  # greedy's plan's pack and check, the solver's needs
             after = timer.phases.get("plan", 0.0) + timer.phases.get("check", 0.0)
             solving.stop_at(search_deadline(start, search_budget, after))
         stats, values = solving.result()
     candidates = [first, *rest]
-    # The hint given back unimproved is greedy's plan: packed again, it would only be checked
-    # again (at XL that is 1-2 s). It is still tried when greedy's plan failed the checker.
+    # A solution equal to the best candidate's values (an explicit search's hint given back
+    # unimproved) is that plan: packed again, it would only be checked again (at XL that is 1-2
+    # s). It is still tried when that plan failed the checker.
     if values is not None and (values != hint or first.violations):
         with timer("plan"):
             assignment = _assignment(model, built, values)

@@ -491,6 +491,34 @@ def test_value_greedy_is_tried_before_the_lp_relaxation(monkeypatch: pytest.Monk
     assert [t for t in tried if t != cycle_module.DENSE][:2] == [cycle_module.VALUE_AWARE, "lp"]
 
 
+@pytest.mark.parametrize("explicit", [None, 5.0])
+def test_a_budgeted_search_starts_before_greedys_other_candidates_and_unhinted(
+    monkeypatch: pytest.MonkeyPatch, explicit: float | None
+) -> None:
+    """Greedy's plans are candidates of their own, so the cycle's budgeted search needs no hint
+    from them: it starts once the model's rows are written and runs while value-greedy and the
+    LP relaxation's pass are made (following a complete hint cost CP-SAT's short windows at M
+    0.3 s). An explicit search (what-if's --time-limit, best-known solves) starts after them,
+    hinted with the best of them."""
+    tried = tried_variants(monkeypatch)
+    real_init = cpsat.Search.__init__
+
+    def init(self: cpsat.Search, model: Any, hint: Any, *a: Any) -> None:
+        tried.append("search" if hint is None else "hinted search")
+        real_init(self, model, hint, *a)
+
+    monkeypatch.setattr(cpsat.Search, "__init__", init)
+    snap = snapshot_from_objects(synthetic_objects(16, 40, 20, 1, NOW))
+    cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 60}})
+    result = cycle_module.run_cycle(snap, cfg, NOW, "cpsat", explicit)
+    assert result.violations == []
+    others = [t for t in tried if t != cycle_module.DENSE]
+    if explicit is None:
+        assert others == ["search", cycle_module.VALUE_AWARE, cycle_module.GUIDED]
+    else:
+        assert others == [cycle_module.VALUE_AWARE, cycle_module.GUIDED, "hinted search"]
+
+
 def test_the_models_optimum_survives_packing_when_an_earlier_job_takes_the_nodes() -> None:
     """Two nodes of one class (4 GPUs, 30 CPUs each). The model starts all three gangs (GPUs
     4 + 4, CPUs 30 + 30 summed over the class); packing in priority order puts both of the

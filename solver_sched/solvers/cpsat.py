@@ -31,16 +31,17 @@ LIGHT_BELOW = 5.0
 # CP-SAT's objective was the same with and without it on 14 instances (docs/benchmarks.md).
 SYMMETRY_LEVEL = 0
 
-# Small models (S: 907 variables) spend their short search in the root LP's cut loop before the
-# first LP-guided dive finds the optimum. All rows in the LP from the start, one cut round, no
-# symmetry detection (now off in every short search) and a one-conflict hint phase bring that
-# dive forward: time to the proven S optimum 0.25 -> 0.08-0.10 s on seed 1, 0.10-0.16 ->
-# 0.10-0.15 s on seeds 2-4 (same run, docs/benchmarks.md). At M (4,266 variables) they change
-# nothing measurable, so larger models keep CP-SAT's defaults.
-SMALL_MODEL = 2000  # variables
-SMALL_MODEL_PARAMETERS = {
+# Short searches spend their window in the root LP's cut loop before the first LP-guided dive
+# finds a better plan. All rows in the LP from the start (CP-SAT adds them lazily by default), no
+# symmetry detection (off in every short search) and a one-conflict hint phase bring that dive
+# forward (one cut round, set here before, is CP-SAT's default): time to the proven
+# S optimum 0.25 -> 0.08-0.10 s on seed 1, 0.10-0.16 -> 0.10-0.15 s on seeds 2-4; at M (5,000
+# variables, fragmented dev seeds) CP-SAT's first solution past greedy's came at 1.2 s with
+# CP-SAT's defaults and at 0.97 s with these, and without a hint (the cycle's budgeted search, which
+# starts before greedy's other candidates) within 0.5 s: M fragmented's gap to the best known over
+# 10 dev seeds, median 1.28 -> 0.55%, worst 2.72 -> 1.31% (docs/benchmarks.md section 1).
+SHORT_SEARCH_PARAMETERS = {
     "add_lp_constraints_lazily": False,
-    "max_cut_rounds_at_level_zero": 1,
     "hint_conflict_limit": 1,
 }
 
@@ -97,9 +98,8 @@ class Search:
             parameters.max_presolve_iterations = PRESOLVE_ITERATIONS
             parameters.cp_model_probing_level = PROBING_LEVEL
             parameters.symmetry_level = SYMMETRY_LEVEL
-            if len(model.names) <= SMALL_MODEL:
-                for name, value in SMALL_MODEL_PARAMETERS.items():
-                    setattr(parameters, name, value)
+            for name, value in SHORT_SEARCH_PARAMETERS.items():
+                setattr(parameters, name, value)
         parameters.log_search_progress = False
         self.parameters = parameters
         self.search_seconds = 0.0  # CP-SAT's own wall time, once run

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from solver_sched.formulation.linear import LinearModel
-from solver_sched.solvers.cpsat import LIGHT_BELOW, SMALL_MODEL, Search
+from solver_sched.solvers.cpsat import LIGHT_BELOW, SHORT_SEARCH_PARAMETERS, Search
 
 
 def _model(variables: int) -> LinearModel:
@@ -18,13 +20,26 @@ def _model(variables: int) -> LinearModel:
 def test_a_short_search_on_a_large_model_detects_no_symmetry() -> None:
     """CP-SAT does not stop inside symmetry detection, which held a large model's short search
     seconds past its limit: short searches skip it at every size; long ones keep the default."""
-    large = _model(SMALL_MODEL + 1)
+    large = _model(5000)
     short = Search(large, None, 1.0, 1, 0).parameters
     long = Search(large, None, LIGHT_BELOW, 1, 0).parameters
     assert short.symmetry_level == 0
     assert long.symmetry_level == Search(_model(3), None, 60.0, 1, 0).parameters.symmetry_level
     assert long.symmetry_level != 0
-    assert short.max_presolve_iterations == 1 and short.add_lp_constraints_lazily
+    assert short.max_presolve_iterations == 1
+
+
+@pytest.mark.parametrize("variables", [3, 5000])
+def test_a_short_search_has_every_row_in_its_lp_at_any_size(
+    variables: int,
+) -> None:
+    """They bring CP-SAT's first LP-guided dive forward, at S and at M alike (measured in
+    docs/benchmarks.md); a long search keeps CP-SAT's defaults."""
+    short = Search(_model(variables), None, 1.0, 1, 0).parameters
+    long = Search(_model(variables), None, LIGHT_BELOW, 1, 0).parameters
+    assert not short.add_lp_constraints_lazily and long.add_lp_constraints_lazily
+    assert short.hint_conflict_limit == 1 != long.hint_conflict_limit
+    assert set(SHORT_SEARCH_PARAMETERS) == {"add_lp_constraints_lazily", "hint_conflict_limit"}
 
 
 def test_the_search_finds_the_optimum_of_a_tiny_model() -> None:
