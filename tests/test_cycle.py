@@ -184,10 +184,12 @@ def test_a_cycle_that_fails_while_the_solver_searches_stops_the_search(
     assert gc.isenabled()
 
 
-def test_a_solution_equal_to_the_hint_is_not_packed_and_checked_again(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize("explicit", [None, 5.0])
+def test_a_solution_equal_to_the_best_candidates_is_not_packed_and_checked_again(
+    monkeypatch: pytest.MonkeyPatch, explicit: float | None
 ) -> None:
-    """Greedy's plan is optimal here (one gang, room for it): CP-SAT gives the hint back, and the
+    """Greedy's plan is the only optimum here (one gang, room for it): CP-SAT returns its values
+    (an explicit search gives its hint back; the budgeted one, unhinted, finds them), and the
     cycle emits greedy's checked plan without packing the same solution onto nodes again."""
     snap = snapshot(node("n1", gpus=8), gang("g", 4))
     packed: list[object] = []
@@ -198,7 +200,7 @@ def test_a_solution_equal_to_the_hint_is_not_packed_and_checked_again(
         return real_pack(*args, **kwargs)
 
     monkeypatch.setattr(cycle_module, "pack", pack)
-    result = plan(snap, "cpsat")
+    result = cycle_module.run_cycle(snap, config(), NOW, "cpsat", explicit)
     assert result.stats.status == SolveStatus.OPTIMAL
     assert (packed, result.chosen, result.violations) == ([], "greedy", [])
     assert workers_after(snap, result.plan) == {"default/g": 4}
