@@ -62,9 +62,9 @@ COMPACT = "compact"  # the best candidate's sizes packed again, largest topology
 # Of a cycle's budget: greedy's other candidates end by then, and the LP relaxation (whose window
 # is not greedy's pass) by LP_SHARE. A small model (SMALL_MODEL variables, S) is searched
 # to its optimum in the budget, so the search keeps half of it. On larger ones (from 512 nodes)
-# CP-SAT's short window returns nothing better than the hint while value-greedy's pass finds
+# CP-SAT's short window returned nothing better than the hint while value-greedy's pass found
 # +0.2-1.4% (docs/benchmarks.md section 1): the candidates get more, value-greedy first after
-# the greedy backend's own dense-greedy.
+# the greedy backend's own dense-greedy (a budgeted search now runs beside them).
 VARIANTS = 0.75
 VARIANTS_SMALL = 0.5
 SMALL_MODEL = 2000  # variables (S: 907)

@@ -301,13 +301,15 @@ class Controller(ControlLoop):
         if self.opts.dry_run:
             plan = result.plan
             log.info(
-                "dry-run cycle %d: would bind %d pods and evict %d pods of %d jobs (%s %s)",
+                "dry-run cycle %d: would bind %d pods and evict %d pods of %d jobs (%s %s, "
+                "plan from %s)",
                 self.cycles,
                 len(plan.binds),
                 sum(len(e.pods) for e in plan.evictions),
                 len(plan.evictions),
                 st.backend,
                 st.status.value,
+                result.chosen,
             )
             for row in plan.jobs:
                 if row.planned != row.current or row.reason:
@@ -317,7 +319,7 @@ class Controller(ControlLoop):
             return
         log.info(
             "cycle %d: %d binds queued (%d deferred jobs), %d evictions, %d blocked, %s %s "
-            "in %.2fs",
+            "(plan from %s) in %.2fs",
             self.cycles,
             len(out.binding),
             len(out.deferred),
@@ -325,6 +327,7 @@ class Controller(ControlLoop):
             len(out.evict_blocked),
             st.backend,
             st.status.value,
+            result.chosen,
             seconds,
         )
 

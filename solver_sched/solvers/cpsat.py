@@ -34,12 +34,12 @@ SYMMETRY_LEVEL = 0
 # Short searches spend their window in the root LP's cut loop before the first LP-guided dive
 # finds a better plan. All rows in the LP from the start (CP-SAT adds them lazily by default), no
 # symmetry detection (off in every short search) and a one-conflict hint phase bring that dive
-# forward (one cut round, set here before, is CP-SAT's default): time to the proven
-# S optimum 0.25 -> 0.08-0.10 s on seed 1, 0.10-0.16 -> 0.10-0.15 s on seeds 2-4; at M (5,000
-# variables, fragmented dev seeds) CP-SAT's first solution past greedy's came at 1.2 s with
-# CP-SAT's defaults and at 0.97 s with these, and without a hint (the cycle's budgeted search, which
-# starts before greedy's other candidates) within 0.5 s: M fragmented's gap to the best known over
-# 10 dev seeds, median 1.28 -> 0.55%, worst 2.72 -> 1.31% (docs/benchmarks.md section 1).
+# forward. Time to the proven S optimum: 0.25 -> 0.08-0.10 s on seed 1, 0.10-0.16 -> 0.10-0.15 s
+# on seeds 2-4. At M (5,000 variables, fragmented dev seeds) CP-SAT's first solution better than
+# greedy's came at 1.2 s with CP-SAT's defaults, at 0.97 s with these, and within 0.5 s with these
+# and no hint (the cycle's budgeted search, which starts before greedy's other candidates): M
+# fragmented's gap to the best known over 10 dev seeds, median 1.28 -> 0.55%, worst 2.72 -> 1.31%
+# (docs/benchmarks.md section 1). One cut round at level zero, set here before, is the default.
 SHORT_SEARCH_PARAMETERS = {
     "add_lp_constraints_lazily": False,
     "hint_conflict_limit": 1,
