@@ -311,8 +311,11 @@ def _cycle(
     candidates = [first, *rest]
     # A solution equal to the best candidate's values (an explicit search's hint given back
     # unimproved) is that plan: packed again, it would only be checked again (at XL that is 1-2
-    # s). It is still tried when that plan failed the checker.
-    if values is not None and (values != hint or first.violations):
+    # s). Nor is one the model values below that plan packed: packing keeps its value or loses
+    # some (giving back an eviction the packed plan does not need aside), so it would rank below;
+    # an unhinted search stopped early, e.g. when greedy's passes ran to the budget's end beside
+    # it, returns such plans. Both are still tried when that plan failed the checker.
+    if values is not None and (first.violations or _may_rank_first(built, values, hint, first)):
         with timer("plan"):
             assignment = _assignment(model, built, values)
             packing = time.perf_counter()
@@ -347,6 +350,14 @@ def _cycle(
     jobs = diff(snapshot, candidates[0].state, now, []).jobs
     plan = Plan(jobs=jobs, notes=("no plan passed the checker", *rejected))
     return CycleResult(plan, stats, {}, timer.phases, rejected or ["no plan"], "")
+
+
+def _may_rank_first(built: Built, values: list[int], best: list[int] | None, c: _Candidate) -> bool:
+    """The solver's solution, packed, may rank above candidate ``c`` (whose model values are
+    ``best``): it differs from it and the model values it no lower."""
+    if values == best:
+        return False
+    return c.value is None or built.model.objective_value(values) >= c.value
 
 
 @dataclass

@@ -10,6 +10,7 @@ import pytest
 
 from solver_sched import cycle as cycle_module
 from solver_sched.config.schema import SchedulerConfig
+from solver_sched.formulation.values import to_values
 from solver_sched.io.kube_snapshot import snapshot_from_objects
 from solver_sched.solvers import cpsat
 from solver_sched.solvers.budget import auto_budget
@@ -151,14 +152,16 @@ def test_greedy_plan_is_checked_while_the_solver_searches(monkeypatch: pytest.Mo
     assert workers_after(snap, result.plan) == {"default/g": 2, "default/h": 4}
 
 
+@pytest.mark.parametrize("broken", ["check", "relaxation"])
 def test_a_cycle_that_fails_while_the_solver_searches_stops_the_search(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, broken: str
 ) -> None:
-    """Greedy's check raises once the search of a cluster whose optimum CP-SAT proves only after
-    seconds (3.3 s here) is under way: the cycle raises, and the search was stopped unproven.
-    The check waits on an event the search sets, not on a sleep: whichever thread runs first,
-    the stop must reach the search (a stop sent before CP-SAT's solve began used to be lost,
-    and the cycle then waited out the full 60 s)."""
+    """Greedy's check, or the LP relaxation made beside the budgeted search, raises once the
+    search of a cluster whose optimum CP-SAT proves only after seconds is under way: the cycle
+    raises, and the search was stopped unproven. The failing step waits on an event the search
+    sets, not on a sleep: whichever thread runs first, the stop must reach the search (a stop
+    sent before CP-SAT's solve began used to be lost, and the cycle then waited out the full
+    60 s)."""
     snap = snapshot_from_objects(synthetic_objects(512, 1000, 500, 1, NOW))
     searches: list[cpsat.Outcome] = []
     real_run = cpsat.Search.run
@@ -170,14 +173,15 @@ def test_a_cycle_that_fails_while_the_solver_searches_stops_the_search(
         searches.append(out)
         return out
 
-    def broken_check(*args: Any, **kwargs: Any) -> list[str]:
+    def crash(*args: Any, **kwargs: Any) -> Any:
         assert started.wait(timeout=30)
-        raise RuntimeError("checker crashed")
+        raise RuntimeError(f"{broken} crashed")
 
     monkeypatch.setattr(cpsat.Search, "run", run)
-    monkeypatch.setattr(cycle_module, "check", broken_check)
-    with pytest.raises(RuntimeError, match="checker crashed"):
-        cycle_module.run_cycle(snap, config(time_limit_seconds=60.0), NOW, "cpsat")
+    monkeypatch.setattr(cycle_module, broken, crash)
+    cfg = config(time_limit_seconds=60.0, cycle_seconds=60.0)
+    with pytest.raises(RuntimeError, match=f"{broken} crashed"):
+        cycle_module.run_cycle(snap, cfg, NOW, "cpsat")
     assert _solver_threads() == []
     assert len(searches) == 1  # the search ended before the cycle returned
     assert searches[0][0] != SolveStatus.OPTIMAL  # stopped unproven, not run to the end
@@ -202,6 +206,38 @@ def test_a_solution_equal_to_the_best_candidates_is_not_packed_and_checked_again
     monkeypatch.setattr(cycle_module, "pack", pack)
     result = cycle_module.run_cycle(snap, config(), NOW, "cpsat", explicit)
     assert result.stats.status == SolveStatus.OPTIMAL
+    assert (packed, result.chosen, result.violations) == ([], "greedy", [])
+    assert workers_after(snap, result.plan) == {"default/g": 4}
+
+
+def test_a_solution_the_model_values_below_the_best_candidate_is_not_packed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An unhinted search stopped early can return a plan below greedy's (here: the search is
+    made to return the plan that starts nothing); packing keeps a plan's value or loses some, so
+    it could not rank first: it is not packed or checked, and greedy's plan is emitted."""
+    snap = snapshot(node("n1", gpus=8), gang("g", 4))
+    packed: list[object] = []
+    real_pack = cycle_module.pack
+    seen: dict[str, Any] = {}
+    real_init, real_result = cycle_module._Solving.__init__, cycle_module._Solving.result
+
+    def pack(*args: Any, **kwargs: Any) -> Any:
+        packed.append(args)
+        return real_pack(*args, **kwargs)
+
+    def init(self: Any, backend: str, model: Any, built: Any, *a: Any) -> None:
+        seen.update(model=model, built=built)
+        real_init(self, backend, model, built, *a)
+
+    def nothing_started(self: Any) -> Any:
+        stats, _ = real_result(self)
+        return stats, to_values(seen["model"], seen["built"], {}, {})
+
+    monkeypatch.setattr(cycle_module, "pack", pack)
+    monkeypatch.setattr(cycle_module._Solving, "__init__", init)
+    monkeypatch.setattr(cycle_module._Solving, "result", nothing_started)
+    result = plan(snap, "cpsat")
     assert (packed, result.chosen, result.violations) == ([], "greedy", [])
     assert workers_after(snap, result.plan) == {"default/g": 4}
 

@@ -309,7 +309,7 @@ class Controller(ControlLoop):
                 len(plan.evictions),
                 st.backend,
                 st.status.value,
-                result.chosen,
+                result.chosen or "none",
             )
             for row in plan.jobs:
                 if row.planned != row.current or row.reason:
@@ -327,7 +327,7 @@ class Controller(ControlLoop):
             len(out.evict_blocked),
             st.backend,
             st.status.value,
-            result.chosen,
+            result.chosen or "none",
             seconds,
         )
 
