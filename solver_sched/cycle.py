@@ -203,19 +203,23 @@ def _cycle(
             return start + MARGIN * budget - rows * building
         return start + share * budget
 
-    def searching(bound: float) -> tuple[float, Settings, str | None]:
-        """A budgeted search's limit (an upper bound: it is stopped at its deadline), settings
-        and why it does not run, if it does not: too little of the budget left, or a window too
-        short for it to return more than the candidates."""
-        at = time.perf_counter()
-        left = start + bound - at
-        skip = None
-        if left < NO_SEARCH_BELOW * bound:
-            skip = f"no search: {max(0.0, left):.2f}s of the {bound:.2f}s budget left"
-        elif (open_for := window(at, bound)) < SEARCH_NEEDS * building:
-            needed = SEARCH_NEEDS * building
-            skip = f"no search: a window of {max(0.0, open_for):.2f}s, {needed:.2f}s needed"
-        return min(limit, max(0.01, left)), s, skip
+    def search(hinted: list[int] | None) -> _Solving:
+        """The search, translated and started on its worker thread. An explicit one runs for its
+        own limit; a budgeted one at most for what the budget leaves (it is stopped at its
+        deadline), and not at all with too little of the budget left or a window too short for
+        it to return more than the candidates (its stats then say why)."""
+        with timer("solve"):
+            if search_budget is None:
+                return _Solving(backend, model, built, hinted, limit, s, None)
+            at = time.perf_counter()
+            left = start + search_budget - at
+            skip = None
+            if left < NO_SEARCH_BELOW * search_budget:
+                skip = f"no search: {max(0.0, left):.2f}s of the {search_budget:.2f}s budget left"
+            elif (open_for := window(at, search_budget)) < SEARCH_NEEDS * building:
+                needed = SEARCH_NEEDS * building
+                skip = f"no search: a window of {max(0.0, open_for):.2f}s, {needed:.2f}s needed"
+            return _Solving(backend, model, built, hinted, min(limit, max(0.01, left)), s, skip)
 
     def fits(end: float | None) -> bool:
         """Another pass (about as long as the first) ends by ``end`` (None: no budget)."""
@@ -255,8 +259,7 @@ def _cycle(
             built.model.write_rows()
             building += time.perf_counter() - rows_start
         if search_budget is not None:  # the budgeted search starts now, beside the candidates
-            with timer("solve"):
-                solving = _Solving(backend, model, built, None, *searching(search_budget))
+            solving = search(None)
     else:
         building *= WITH_ROWS
     try:  # a search started above runs while the candidates are made and the best checked
@@ -291,11 +294,7 @@ def _cycle(
         first, rest = plans[0], plans[1:]  # the best greedy plan hints an explicit search
         hint = first.values if first.values is not None else hint
         if solving is None:  # an explicit search, hinted with the best candidate; or none
-            with timer("solve"):  # the translation; the search then runs on a worker thread
-                if search_budget is None:
-                    solving = _Solving(backend, model, built, hint, limit, s, None)
-                else:
-                    solving = _Solving(backend, model, built, hint, *searching(search_budget))
+            solving = search(hint)
         with timer("check"):  # on this thread, while the solver searches
             _verdict(snapshot, first, now, s)
     except BaseException:

@@ -188,14 +188,8 @@ def test_a_cycle_that_fails_while_the_solver_searches_stops_the_search(
     assert gc.isenabled()
 
 
-@pytest.mark.parametrize("explicit", [None, 5.0])
-def test_a_solution_equal_to_the_best_candidates_is_not_packed_and_checked_again(
-    monkeypatch: pytest.MonkeyPatch, explicit: float | None
-) -> None:
-    """Greedy's plan is the only optimum here (one gang, room for it): CP-SAT returns its values
-    (an explicit search gives its hint back; the budgeted one, unhinted, finds them), and the
-    cycle emits greedy's checked plan without packing the same solution onto nodes again."""
-    snap = snapshot(node("n1", gpus=8), gang("g", 4))
+def _packed(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """The arguments of every pack() the cycle makes (recorded while patched)."""
     packed: list[object] = []
     real_pack = cycle_module.pack
 
@@ -204,6 +198,18 @@ def test_a_solution_equal_to_the_best_candidates_is_not_packed_and_checked_again
         return real_pack(*args, **kwargs)
 
     monkeypatch.setattr(cycle_module, "pack", pack)
+    return packed
+
+
+@pytest.mark.parametrize("explicit", [None, 5.0])
+def test_a_solution_equal_to_the_best_candidates_is_not_packed_and_checked_again(
+    monkeypatch: pytest.MonkeyPatch, explicit: float | None
+) -> None:
+    """Greedy's plan is the only optimum here (one gang, room for it): CP-SAT returns its values
+    (an explicit search gives its hint back; the budgeted one, unhinted, finds them), and the
+    cycle emits greedy's checked plan without packing the same solution onto nodes again."""
+    snap = snapshot(node("n1", gpus=8), gang("g", 4))
+    packed = _packed(monkeypatch)
     result = cycle_module.run_cycle(snap, config(), NOW, "cpsat", explicit)
     assert result.stats.status == SolveStatus.OPTIMAL
     assert (packed, result.chosen, result.violations) == ([], "greedy", [])
@@ -217,14 +223,9 @@ def test_a_solution_the_model_values_below_the_best_candidate_is_not_packed(
     made to return the plan that starts nothing); packing keeps a plan's value or loses some, so
     it could not rank first: it is not packed or checked, and greedy's plan is emitted."""
     snap = snapshot(node("n1", gpus=8), gang("g", 4))
-    packed: list[object] = []
-    real_pack = cycle_module.pack
+    packed = _packed(monkeypatch)
     seen: dict[str, Any] = {}
     real_init, real_result = cycle_module._Solving.__init__, cycle_module._Solving.result
-
-    def pack(*args: Any, **kwargs: Any) -> Any:
-        packed.append(args)
-        return real_pack(*args, **kwargs)
 
     def init(self: Any, backend: str, model: Any, built: Any, *a: Any) -> None:
         seen.update(model=model, built=built)
@@ -234,7 +235,6 @@ def test_a_solution_the_model_values_below_the_best_candidate_is_not_packed(
         stats, _ = real_result(self)
         return stats, to_values(seen["model"], seen["built"], {}, {})
 
-    monkeypatch.setattr(cycle_module, "pack", pack)
     monkeypatch.setattr(cycle_module._Solving, "__init__", init)
     monkeypatch.setattr(cycle_module._Solving, "result", nothing_started)
     result = plan(snap, "cpsat")
