@@ -33,8 +33,9 @@ def test_a_short_search_on_a_large_model_detects_no_symmetry() -> None:
 def test_a_short_search_has_every_row_in_its_lp_at_any_size(
     variables: int,
 ) -> None:
-    """They bring CP-SAT's first LP-guided dive forward, at S and at M alike (measured in
-    docs/benchmarks.md); a long search keeps CP-SAT's defaults."""
+    """Every row in the LP from the start and a one-conflict hint phase bring CP-SAT's first
+    LP-guided dive forward, at S and at M alike (measured in docs/benchmarks.md); a long search
+    keeps CP-SAT's defaults."""
     short = Search(_model(variables), None, 1.0, 1, 0).parameters
     long = Search(_model(variables), None, LIGHT_BELOW, 1, 0).parameters
     assert not short.add_lp_constraints_lazily and long.add_lp_constraints_lazily
