@@ -46,6 +46,8 @@ BACKENDS = ("cpsat", "milp", "greedy")
 GUIDED = "lp-greedy"  # greedy starting gangs in the order of the LP relaxation (solvers/lp.py)
 VALUE_AWARE = "value-greedy"  # greedy taking no victim worth as much as the start (victims.py)
 DENSE = "dense-greedy"  # with a start bonus: gangs of one priority smallest first (greedy.py)
+DENSE_VALUE = "dense-value-greedy"  # dense-greedy's order, value-greedy's victims
+GUIDED_VALUE = "lp-value-greedy"  # lp-greedy's order, value-greedy's victims
 NO_SEARCH_BELOW = 0.1  # of the budget: with less left the model is not even translated
 # Nor when the search's window would be shorter than SEARCH_NEEDS times this cycle's model build
 # (Python writing the same rows the translation writes, so a measure of the model's size on this
@@ -269,6 +271,7 @@ def _cycle(
                 others.append(
                     _variant(snapshot, problem, model, built, timer, VALUE_AWARE, deadline)
                 )
+            shares = None
             if s.lp_guide and room_for_another(LP_SHARE, past_share=False):
                 with timer("lp"):  # which gangs the relaxation starts: greedy in that order too
                     # within its share of the budget: at L with topology on, the LP of the
@@ -282,6 +285,17 @@ def _cycle(
                         _variant(
                             snapshot, problem, model, built, timer, GUIDED, cutoff(end), shares
                         )
+                    )
+            # Each order again with value-aware victims, in what is left of the candidates'
+            # share: where the search finds nothing better in its window, these decide the
+            # plan (M dev seeds, worst gap to the best known: fragmented 1.31 -> 0.92%, full
+            # 1.30 -> 0.99%; docs/benchmarks.md section 1).
+            wanted = ((DENSE_VALUE, problem.gang_start), (GUIDED_VALUE, shares is not None))
+            for label, useful in wanted:
+                if useful and fits(end := latest()):
+                    given = shares if label == GUIDED_VALUE else None
+                    others.append(
+                        _variant(snapshot, problem, model, built, timer, label, cutoff(end), given)
                     )
             if problem.asks:  # never below a topology baseline's plan
                 for name, baseline in BASELINES.items():
@@ -377,9 +391,14 @@ class _Candidate:
     def rank(self) -> tuple[bool, int, int]:
         """A candidate that does not map onto the model ranks last but stays eligible; ties go
         to the solver, then to greedy in queue order."""
-        tie = {"greedy": 3, DENSE: 2, GUIDED: 1, VALUE_AWARE: 0}.get(
-            self.label, -1 if self.label in BASELINES else 4
-        )
+        tie = {
+            "greedy": 5,
+            DENSE: 4,
+            GUIDED: 3,
+            VALUE_AWARE: 2,
+            DENSE_VALUE: 1,
+            GUIDED_VALUE: 0,
+        }.get(self.label, -1 if self.label in BASELINES else 6)
         return (self.value is not None, self.value or 0, tie)
 
 
@@ -414,18 +433,19 @@ def _variant(
     shares: dict[str, float] | None = None,
 ) -> _Candidate | None:
     """Another greedy candidate: starting gangs in the order of the LP relaxation's shares or
-    smallest first (None when that is queue order: the same plan as greedy's), or with
-    value-aware victims (in queue order); past ``deadline`` its starts take no victims."""
+    smallest first (None when that is queue order: the same plan as greedy's, or as
+    value-greedy's), with value-aware victims or not; past ``deadline`` its starts take no
+    victims."""
+    ordering = {DENSE_VALUE: DENSE, GUIDED_VALUE: GUIDED}.get(label, label)
+    value_aware = label in (VALUE_AWARE, DENSE_VALUE, GUIDED_VALUE)
     order = starts = None
-    if label in (GUIDED, DENSE):
+    if ordering in (GUIDED, DENSE):
         order = queue_order(problem)
-        starts = start_order(problem, order, shares, dense=label == DENSE)
+        starts = start_order(problem, order, shares, dense=ordering == DENSE)
         if starts == order:
             return None
     with timer("greedy"):
-        st = greedy_plan(
-            snapshot, problem, starts, label == VALUE_AWARE, order=order, deadline=deadline
-        )
+        st = greedy_plan(snapshot, problem, starts, value_aware, order=order, deadline=deadline)
         a = assignment_of(st)
         values = to_values(model, built, a.sizes, a.counts)
     with timer("plan"):

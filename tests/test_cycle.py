@@ -551,10 +551,45 @@ def test_a_budgeted_search_starts_before_greedys_other_candidates_and_unhinted(
     result = cycle_module.run_cycle(snap, cfg, NOW, "cpsat", explicit)
     assert result.violations == []
     others = [t for t in tried if t != cycle_module.DENSE]
+    candidates = [
+        cycle_module.VALUE_AWARE,
+        cycle_module.GUIDED,
+        cycle_module.DENSE_VALUE,
+        cycle_module.GUIDED_VALUE,
+    ]
     if explicit is None:
-        assert others == ["search", cycle_module.VALUE_AWARE, cycle_module.GUIDED]
+        assert others == ["search", *candidates]
     else:
-        assert others == [cycle_module.VALUE_AWARE, cycle_module.GUIDED, "hinted search"]
+        assert others == [*candidates, "hinted search"]
+
+
+def test_each_start_order_is_tried_again_with_value_aware_victims(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """dense-greedy's and lp-greedy's start orders run again with value-greedy's victim rule:
+    where the search finds nothing better in its window, these plans decide (M dev seeds, worst
+    gap to the best known: fragmented 1.31 -> 0.92%; docs/benchmarks.md section 1)."""
+    passes: dict[str, tuple[Any, bool]] = {}
+    label = [""]
+    real, variant = cycle_module.greedy_plan, cycle_module._variant
+
+    def recorded(*a: Any, **k: Any) -> Any:
+        passes[label[0]] = (a[2] if len(a) > 2 else None, a[3] if len(a) > 3 else False)
+        return real(*a, **k)
+
+    def recorded_variant(*a: Any, **k: Any) -> Any:
+        label[0] = a[5]
+        return variant(*a, **k)
+
+    monkeypatch.setattr(cycle_module, "greedy_plan", recorded)
+    monkeypatch.setattr(cycle_module, "_variant", recorded_variant)
+    snap = snapshot_from_objects(synthetic_objects(16, 40, 20, 1, NOW))
+    cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 60}})
+    assert cycle_module.run_cycle(snap, cfg, NOW, "cpsat").violations == []
+    dense, guided = passes[cycle_module.DENSE], passes[cycle_module.GUIDED]
+    assert dense[1] is False and guided[1] is False and dense[0] != guided[0]
+    assert passes[cycle_module.DENSE_VALUE] == (dense[0], True)
+    assert passes[cycle_module.GUIDED_VALUE] == (guided[0], True)
 
 
 def test_the_models_optimum_survives_packing_when_an_earlier_job_takes_the_nodes() -> None:
