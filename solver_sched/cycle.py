@@ -155,10 +155,11 @@ def _cycle(
     limit = time_limit if time_limit is not None else s.time_limit_seconds
     if search_budget is not None:
         limit = min(limit, search_budget)
-    # When repacking and compacting must end: the budget, plus an explicit search's nominal
-    # limit (not the time it took: one that proves its optimum early leaves the rest to them).
+    # When repacking and compacting must end: MARGIN of the budget (as the search's deadline),
+    # plus an explicit search's nominal limit (not the time it took: one that proves its optimum
+    # early leaves the rest to them), less the emitted plan's check (measured below).
     searches = explicit and backend != "greedy"
-    ends = None if budget is None else start + budget + (limit if searches else 0.0)
+    ends = None if budget is None else start + MARGIN * budget + (limit if searches else 0.0)
     timer = _Timer()
     with timer("model"):
         topology, topology_note = choose(
@@ -322,6 +323,10 @@ def _cycle(
             solving.stop_at(search_deadline(start, search_budget, after))
         stats, values = solving.result()
     candidates = [first, *rest]
+    # The emitted plan's check, about as long as greedy's plan's (measured above), still fits
+    # after the last repack (M hetero-resource 1011: repacks ran to the budget's end and the
+    # check followed, 1.005 s of a 1 s budget).
+    packs_end = None if ends is None else ends - timer.phases.get("check", 0.0)
     # A solution equal to the best candidate's values (an explicit search's hint given back
     # unimproved) is that plan: packed again, it would only be checked again (at XL that is 1-2
     # s). Nor is one the model values below that plan packed: packing keeps its value or loses
@@ -338,12 +343,14 @@ def _cycle(
             ahead: list[str] = []
             for _ in range(REPACKS):  # the optimum lost in packing: again, those jobs first
                 ahead += [f for f in failed if f not in ahead]
-                if not failed or (ends is not None and time.perf_counter() + packing > ends):
+                if not failed or (
+                    packs_end is not None and time.perf_counter() + packing > packs_end
+                ):
                     break
                 st, notes, failed = pack(snapshot, problem, assignment, first=ahead)
                 candidates.append(_score(model, built, backend, st, notes, None))
     candidates.sort(key=lambda c: c.rank, reverse=True)  # ties go to the solver
-    if problem.asks and (ends is None or time.perf_counter() + one_pass <= ends):
+    if problem.asks and (packs_end is None or time.perf_counter() + one_pass <= packs_end):
         with timer("plan"):  # the best plan's sizes, best-fit decreasing (planning/pack.py)
             st, notes, _ = compact(snapshot, problem, candidates[0].state)
             candidates.append(_score(model, built, COMPACT, st, notes, None))

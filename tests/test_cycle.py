@@ -619,3 +619,38 @@ def test_the_models_optimum_survives_packing_when_an_earlier_job_takes_the_nodes
         "default/big-a": 1,
         "default/big-b": 1,
     }
+
+
+def test_no_repack_unless_the_emitted_plans_check_still_fits_the_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The cluster above, with a 0.9 s budget and checks of 0.5 s (standing for a large
+    cluster's): once greedy's plan is checked, a repack of the model's optimum would end where
+    the check of its plan no longer fits in the budget (MARGIN of it, less a check as long as
+    greedy's), so the cycle does not repack: it emits the first packing's plan, greedy's two
+    gangs, within its budget instead of the optimum past it (M hetero-resource 1011: 1.005 s
+    of a 1 s budget when repacks could run to its end)."""
+    snap = snapshot(
+        node("n1", gpus=4, cpu="30"),
+        node("n2", gpus=4, cpu="30"),
+        gang("urgent", 2, gpus=1, cpu="15", priority=1000),
+        gang("big-a", 1, gpus=3, cpu="15", priority=0),
+        gang("big-b", 1, gpus=3, cpu="15", priority=0),
+    )
+    packed = _packed(monkeypatch)
+    real_check = cycle_module.check
+
+    def slow_check(*a: Any, **k: Any) -> Any:
+        time.sleep(0.5)
+        return real_check(*a, **k)
+
+    monkeypatch.setattr(cycle_module, "check", slow_check)
+    cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 0.9}})
+    result = cycle_module.run_cycle(snap, cfg, NOW, "cpsat")
+    assert result.stats.status == SolveStatus.OPTIMAL  # the optimum starts all three
+    assert len(packed) == 1
+    assert result.violations == []
+    assert sorted(n for n, k in workers_after(snap, result.plan).items() if k) == [
+        "default/big-a",
+        "default/urgent",
+    ]
