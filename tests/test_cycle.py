@@ -592,19 +592,25 @@ def test_each_start_order_is_tried_again_with_value_aware_victims(
     assert passes[cycle_module.GUIDED_VALUE] == (guided[0], True)
 
 
-def test_the_models_optimum_survives_packing_when_an_earlier_job_takes_the_nodes() -> None:
-    """Two nodes of one class (4 GPUs, 30 CPUs each). The model starts all three gangs (GPUs
-    4 + 4, CPUs 30 + 30 summed over the class); packing in priority order puts both of the
-    urgent gang's pods on the first node (best fit), the first 3-GPU gang on the second, and the
-    other 3-GPU gang finds no node. Packed again with that gang first, all three fit (node 1:
-    3 + 1 GPUs, node 2: 1 + 3), so the cycle emits the model's optimum, not greedy's two gangs."""
-    snap = snapshot(
+def _packing_loses_a_gang() -> Any:
+    """Two 4-GPU, 30-CPU nodes; an urgent gang of 2 x (1 GPU, 15 CPUs) and two 1 x (3 GPUs,
+    15 CPUs): all three fit, but packed in priority order (best fit) the last one does not."""
+    return snapshot(
         node("n1", gpus=4, cpu="30"),
         node("n2", gpus=4, cpu="30"),
         gang("urgent", 2, gpus=1, cpu="15", priority=1000),
         gang("big-a", 1, gpus=3, cpu="15", priority=0),
         gang("big-b", 1, gpus=3, cpu="15", priority=0),
     )
+
+
+def test_the_models_optimum_survives_packing_when_an_earlier_job_takes_the_nodes() -> None:
+    """Two nodes of one class (4 GPUs, 30 CPUs each). The model starts all three gangs (GPUs
+    4 + 4, CPUs 30 + 30 summed over the class); packing in priority order puts both of the
+    urgent gang's pods on the first node (best fit), the first 3-GPU gang on the second, and the
+    other 3-GPU gang finds no node. Packed again with that gang first, all three fit (node 1:
+    3 + 1 GPUs, node 2: 1 + 3), so the cycle emits the model's optimum, not greedy's two gangs."""
+    snap = _packing_loses_a_gang()
     greedy = plan(snap, "greedy")
     assert sorted(n for n, k in workers_after(snap, greedy.plan).items() if k) == [
         "default/big-a",
@@ -630,13 +636,7 @@ def test_no_repack_unless_the_emitted_plans_check_still_fits_the_budget(
     greedy's), so the cycle does not repack: it emits the first packing's plan, greedy's two
     gangs, within its budget instead of the optimum past it (M hetero-resource 1011: 1.005 s
     of a 1 s budget when repacks could run to its end)."""
-    snap = snapshot(
-        node("n1", gpus=4, cpu="30"),
-        node("n2", gpus=4, cpu="30"),
-        gang("urgent", 2, gpus=1, cpu="15", priority=1000),
-        gang("big-a", 1, gpus=3, cpu="15", priority=0),
-        gang("big-b", 1, gpus=3, cpu="15", priority=0),
-    )
+    snap = _packing_loses_a_gang()
     packed = _packed(monkeypatch)
     real_check = cycle_module.check
 
