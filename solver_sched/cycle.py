@@ -48,6 +48,14 @@ VALUE_AWARE = "value-greedy"  # greedy taking no victim worth as much as the sta
 DENSE = "dense-greedy"  # with a start bonus: gangs of one priority smallest first (greedy.py)
 DENSE_VALUE = "dense-value-greedy"  # dense-greedy's order, value-greedy's victims
 GUIDED_VALUE = "lp-value-greedy"  # lp-greedy's order, value-greedy's victims
+# greedy's other passes: label -> (start order: None is queue order, value-aware victims)
+PASSES = {
+    DENSE: (DENSE, False),
+    GUIDED: (GUIDED, False),
+    VALUE_AWARE: (None, True),
+    DENSE_VALUE: (DENSE, True),
+    GUIDED_VALUE: (GUIDED, True),
+}
 NO_SEARCH_BELOW = 0.1  # of the budget: with less left the model is not even translated
 # Nor when the search's window would be shorter than SEARCH_NEEDS times this cycle's model build
 # (Python writing the same rows the translation writes, so a measure of the model's size on this
@@ -155,11 +163,6 @@ def _cycle(
     limit = time_limit if time_limit is not None else s.time_limit_seconds
     if search_budget is not None:
         limit = min(limit, search_budget)
-    # When repacking and compacting must end: MARGIN of the budget (as the search's deadline),
-    # plus an explicit search's nominal limit (not the time it took: one that proves its optimum
-    # early leaves the rest to them), less the emitted plan's check (measured below).
-    searches = explicit and backend != "greedy"
-    ends = None if budget is None else start + MARGIN * budget + (limit if searches else 0.0)
     timer = _Timer()
     with timer("model"):
         topology, topology_note = choose(
@@ -291,10 +294,10 @@ def _cycle(
             # share: where the search finds nothing better in its window, these decide the
             # plan (M dev seeds, worst gap to the best known: fragmented 1.31 -> 0.92%, full
             # 1.30 -> 0.99%; docs/benchmarks.md section 1).
-            wanted = ((DENSE_VALUE, problem.gang_start), (GUIDED_VALUE, shares is not None))
-            for label, useful in wanted:
+            guided = shares is not None
+            wanted = ((DENSE_VALUE, problem.gang_start, None), (GUIDED_VALUE, guided, shares))
+            for label, useful, given in wanted:
                 if useful and fits(end := latest()):
-                    given = shares if label == GUIDED_VALUE else None
                     others.append(
                         _variant(snapshot, problem, model, built, timer, label, cutoff(end), given)
                     )
@@ -323,10 +326,15 @@ def _cycle(
             solving.stop_at(search_deadline(start, search_budget, after))
         stats, values = solving.result()
     candidates = [first, *rest]
-    # The emitted plan's check, about as long as greedy's plan's (measured above), still fits
-    # after the last repack (M hetero-resource 1011: repacks ran to the budget's end and the
-    # check followed, 1.005 s of a 1 s budget).
-    packs_end = None if ends is None else ends - timer.phases.get("check", 0.0)
+    # When repacking and compacting must end: MARGIN of the budget (as the search's deadline),
+    # plus an explicit search's nominal limit (not the time it took: one that proves its optimum
+    # early leaves the rest to them), less the emitted plan's check, about as long as greedy's
+    # plan's (measured above). Repacks that ran to the budget's end with the check after them
+    # took M hetero-resource 1011 to 1.005 s of a 1 s budget.
+    packs_end = None
+    if budget is not None:
+        searched = limit if explicit and backend != "greedy" else 0.0
+        packs_end = start + MARGIN * budget + searched - timer.phases.get("check", 0.0)
     # A solution equal to the best candidate's values (an explicit search's hint given back
     # unimproved) is that plan: packed again, it would only be checked again (at XL that is 1-2
     # s). Nor is one the model values below that plan packed: packing keeps its value or loses
@@ -443,10 +451,9 @@ def _variant(
     smallest first (None when that is queue order: the same plan as greedy's, or as
     value-greedy's), with value-aware victims or not; past ``deadline`` its starts take no
     victims."""
-    ordering = {DENSE_VALUE: DENSE, GUIDED_VALUE: GUIDED}.get(label, label)
-    value_aware = label in (VALUE_AWARE, DENSE_VALUE, GUIDED_VALUE)
+    ordering, value_aware = PASSES[label]
     order = starts = None
-    if ordering in (GUIDED, DENSE):
+    if ordering is not None:
         order = queue_order(problem)
         starts = start_order(problem, order, shares, dense=ordering == DENSE)
         if starts == order:
