@@ -243,7 +243,8 @@ def _cycle(
     end = latest(past_share=False)
     if end is not None and backend != "greedy":  # never earlier than the greedy backend's
         end = max(end, latest(rows=WITH_ROWS) or end)  # no rows follow a window that short
-    if problem.gang_start and problem.too_large is None and fits(end):
+    dense = problem.gang_start and problem.too_large is None  # wanted; True until it ran
+    if dense and fits(end):
         # the start bonus values small gangs more per GPU: greedy in that order too, for the
         # greedy backend as well, so greedy and the model optimise the same objective. It is
         # the greedy backend's second plan, so it comes first, with that backend's deadline at
@@ -251,6 +252,7 @@ def _cycle(
         # slower Python phase than in that backend's cycle must not skip it (M full 1019 came
         # out x0.9995 of the greedy-only cycle: dense-greedy not run, value-greedy's plan).
         others.append(_variant(snapshot, problem, model, built, timer, DENSE, cutoff(end)))
+        dense = False
     # The model's rows, written now where a search may still follow: the rules below then weigh
     # the whole build, measured. Where none can (its window, shrinking from now on, is short of
     # SEARCH_NEEDS whole builds as estimated: XL), they are never written. After dense-greedy,
@@ -270,6 +272,12 @@ def _cycle(
         building *= WITH_ROWS
     try:  # a search started above runs while the candidates are made and the best checked
         if backend != "greedy" and problem.too_large is None:
+            # dense-greedy skipped above (a search seemed to follow, and then none could: the
+            # later candidates may use the budget past their share) comes before any of them:
+            # it is the greedy backend's plan (L full 1002 came out x0.9986 of the greedy-only
+            # cycle: value-greedy run, dense-greedy not; docs/benchmarks.md section 1).
+            if dense and fits(end := latest()):
+                others.append(_variant(snapshot, problem, model, built, timer, DENSE, cutoff(end)))
             if fits(end := latest()):  # the candidate that pays most where the search cannot
                 deadline = cutoff(end)
                 others.append(

@@ -442,6 +442,31 @@ def test_when_no_search_could_follow_the_candidates_may_use_the_budget(
     assert result.stats.objective >= backend.stats.objective
 
 
+def test_dense_greedy_skipped_where_a_search_seemed_to_follow_runs_before_any_later_pass(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An 8 s budget, a model build of 0.8 s, greedy passes of 1.65 s: after the first pass a
+    second one would end past the small model's half of the budget, where a search could still
+    follow it, so dense-greedy keeps to that share and is skipped. The window is then too short
+    for the model's rows (SEARCH_NEEDS builds with them): no search, so the later candidates may
+    use the budget up to the check's estimate. dense-greedy, the greedy backend's plan, goes
+    first among them (L full 1002 came out x0.9986 of the greedy-only cycle: value-greedy run,
+    dense-greedy not; docs/benchmarks.md section 1)."""
+    cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 8.0}})
+    objects = synthetic_objects(16, 40, 20, 1, NOW)
+    backend = cycle_module.run_cycle(snapshot_from_objects(objects), cfg, NOW, "greedy")
+    assert backend.chosen == cycle_module.DENSE
+    seen = _limits(monkeypatch)
+    tried = tried_variants(monkeypatch)
+    _slowed(monkeypatch, build=0.8, greedy=1.65)
+    result = cycle_module.run_cycle(snapshot_from_objects(objects), cfg, NOW, "cpsat")
+    assert seen == []
+    assert result.violations == []
+    assert tried[:1] == [cycle_module.DENSE]
+    assert result.stats.objective is not None and backend.stats.objective is not None
+    assert result.stats.objective >= backend.stats.objective
+
+
 def test_greedys_other_passes_stop_taking_victims_before_the_budget_ends(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
