@@ -272,11 +272,13 @@ def _cycle(
         building *= WITH_ROWS
     try:  # a search started above runs while the candidates are made and the best checked
         if backend != "greedy" and problem.too_large is None:
-            # dense-greedy skipped above (a search seemed to follow, and then none could: the
-            # later candidates may use the budget past their share) comes before any of them:
-            # it is the greedy backend's plan (L full 1002 came out x0.9986 of the greedy-only
-            # cycle: value-greedy run, dense-greedy not; docs/benchmarks.md section 1).
-            if dense and fits(end := latest()):
+            # dense-greedy skipped above where a search seemed to follow, and then none could
+            # (no rows written: the candidates alone make the plan, and may now use the budget
+            # past their share) comes before the others: it is the greedy backend's plan (L
+            # full 1002 came out x0.9986 of the greedy-only cycle: value-greedy run, dense-greedy
+            # not). Where a search runs beside them, value-greedy keeps the slot: it pays up to
+            # 1.1% more there (M dev seeds; docs/benchmarks.md section 1, fifteenth pass).
+            if dense and solving is None and fits(end := latest()):
                 others.append(_variant(snapshot, problem, model, built, timer, DENSE, cutoff(end)))
             if fits(end := latest()):  # the candidate that pays most where the search cannot
                 deadline = cutoff(end)

@@ -350,14 +350,26 @@ def test_a_spent_budget_leaves_greedys_plan_without_a_search(
     assert "lp" not in result.phases  # no LP relaxation, no other greedy pass
 
 
-def _slowed(monkeypatch: pytest.MonkeyPatch, build: float, greedy: float = 0.0) -> None:
-    """The model build and every greedy pass take at least these seconds longer: they stand for
-    a larger model and cluster, since what the budget rules read is how long those took."""
+def _slowed(
+    monkeypatch: pytest.MonkeyPatch, build: float, greedy: float = 0.0, rows: float = 0.0
+) -> None:
+    """The model build, every greedy pass and the first writing of the model's rows take at
+    least these seconds longer: they stand for a larger model and cluster, since what the
+    budget rules read is how long those took."""
     real_build, real_greedy = cycle_module.build, cycle_module.greedy_plan
 
     def slow_build(problem: Any) -> Any:
         built = real_build(problem)
         time.sleep(build)
+        write, slept = built.model.write_rows, []
+
+        def slow_write() -> None:
+            if not slept:
+                slept.append(rows)
+                time.sleep(rows)
+            write()
+
+        built.model.write_rows = slow_write
         return built
 
     def slow_greedy(*a: Any, **k: Any) -> Any:
@@ -465,6 +477,25 @@ def test_dense_greedy_skipped_where_a_search_seemed_to_follow_runs_before_any_la
     assert tried[:1] == [cycle_module.DENSE]
     assert result.stats.objective is not None and backend.stats.objective is not None
     assert result.stats.objective >= backend.stats.objective
+
+
+def test_dense_greedy_skipped_while_a_search_runs_beside_leaves_the_slot_to_value_greedy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """As above, but the window is long enough for the model's rows (0.6 s to write): a search
+    is started beside the candidates, so dense-greedy, skipped in its share, is not tried again,
+    and the one pass that still fits (the check's estimate now counts the rows) is value-greedy's:
+    it paid up to 1.1% more than dense-greedy there (M dev seeds; docs/benchmarks.md section 1,
+    fifteenth pass)."""
+    cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 8.0, "lpGuide": False}})
+    snap = snapshot_from_objects(synthetic_objects(16, 40, 20, 1, NOW))
+    seen = _limits(monkeypatch)
+    tried = tried_variants(monkeypatch)
+    _slowed(monkeypatch, build=0.4, greedy=2.2, rows=0.6)
+    result = cycle_module.run_cycle(snap, cfg, NOW, "cpsat")
+    assert len(seen) == 1  # the search was started
+    assert result.violations == []
+    assert tried == [cycle_module.VALUE_AWARE]
 
 
 def test_greedys_other_passes_stop_taking_victims_before_the_budget_ends(
