@@ -243,7 +243,7 @@ def _cycle(
     end = latest(past_share=False)
     if end is not None and backend != "greedy":  # never earlier than the greedy backend's
         end = max(end, latest(rows=WITH_ROWS) or end)  # no rows follow a window that short
-    dense = problem.gang_start and problem.too_large is None  # wanted; True until it ran
+    dense = bool(problem.gang_start) and problem.too_large is None  # wanted, until it ran
     if dense and fits(end):
         # the start bonus values small gangs more per GPU: greedy in that order too, for the
         # greedy backend as well, so greedy and the model optimise the same objective. It is

@@ -427,8 +427,11 @@ def test_the_models_rows_are_written_only_where_a_search_may_follow(
     assert result.violations == []
 
 
+@pytest.mark.parametrize(
+    ("budget", "build", "greedy"), [(4.0, 0.5, 0.9), (8.0, 0.8, 1.65)], ids=["fits", "skipped"]
+)
 def test_when_no_search_could_follow_the_candidates_may_use_the_budget(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, budget: float, build: float, greedy: float
 ) -> None:
     """A model slow to build (0.5 s) and greedy passes of 0.9 s in a 4 s budget: a second pass
     would end past the small model's half of the budget, but after it no search could run
@@ -438,39 +441,20 @@ def test_when_no_search_could_follow_the_candidates_may_use_the_budget(
     backend's, so a cycle slower than the greedy backend's (the machine) still runs it and
     emits no less (M full 1019 came out x0.9995 of the greedy-only cycle when dense-greedy kept
     to the backend's share: skipped, value-greedy's plan emitted; docs/benchmarks.md, twelfth
-    pass): the last two assertions."""
-    cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 4.0}})
+    pass): the last two assertions.
+
+    "skipped": an 8 s budget, a build of 0.8 s, passes of 1.65 s. After the first pass a second
+    would end past the share while a search could still follow it, so dense-greedy keeps to the
+    share and is skipped; the window is then too short for the model's rows, no search starts,
+    and dense-greedy goes first among the later candidates (L full 1002 came out x0.9986 of the
+    greedy-only cycle: value-greedy run, dense-greedy not; docs/benchmarks.md section 1)."""
+    cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": budget}})
     objects = synthetic_objects(16, 40, 20, 1, NOW)
     backend = cycle_module.run_cycle(snapshot_from_objects(objects), cfg, NOW, "greedy")
     assert backend.chosen == cycle_module.DENSE
     seen = _limits(monkeypatch)
     tried = tried_variants(monkeypatch)
-    _slowed(monkeypatch, build=0.5, greedy=0.9)
-    result = cycle_module.run_cycle(snapshot_from_objects(objects), cfg, NOW, "cpsat")
-    assert seen == []
-    assert result.violations == []
-    assert tried[:1] == [cycle_module.DENSE]
-    assert result.stats.objective is not None and backend.stats.objective is not None
-    assert result.stats.objective >= backend.stats.objective
-
-
-def test_dense_greedy_skipped_where_a_search_seemed_to_follow_runs_before_any_later_pass(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """An 8 s budget, a model build of 0.8 s, greedy passes of 1.65 s: after the first pass a
-    second one would end past the small model's half of the budget, where a search could still
-    follow it, so dense-greedy keeps to that share and is skipped. The window is then too short
-    for the model's rows (SEARCH_NEEDS builds with them): no search, so the later candidates may
-    use the budget up to the check's estimate. dense-greedy, the greedy backend's plan, goes
-    first among them (L full 1002 came out x0.9986 of the greedy-only cycle: value-greedy run,
-    dense-greedy not; docs/benchmarks.md section 1)."""
-    cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 8.0}})
-    objects = synthetic_objects(16, 40, 20, 1, NOW)
-    backend = cycle_module.run_cycle(snapshot_from_objects(objects), cfg, NOW, "greedy")
-    assert backend.chosen == cycle_module.DENSE
-    seen = _limits(monkeypatch)
-    tried = tried_variants(monkeypatch)
-    _slowed(monkeypatch, build=0.8, greedy=1.65)
+    _slowed(monkeypatch, build=build, greedy=greedy)
     result = cycle_module.run_cycle(snapshot_from_objects(objects), cfg, NOW, "cpsat")
     assert seen == []
     assert result.violations == []
@@ -482,8 +466,9 @@ def test_dense_greedy_skipped_where_a_search_seemed_to_follow_runs_before_any_la
 def test_dense_greedy_skipped_while_a_search_runs_beside_leaves_the_slot_to_value_greedy(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """As above, but the window is long enough for the model's rows (0.6 s to write): a search
-    is started beside the candidates, so dense-greedy, skipped in its share, is not tried again,
+    """As "skipped" above, but the window is long enough for the model's rows (0.6 s to write):
+    a search is started beside the candidates, so dense-greedy, skipped in its share, is not
+    tried again,
     and the one pass that still fits (the check's estimate now counts the rows) is value-greedy's:
     it paid up to 1.1% more than dense-greedy there (M dev seeds; docs/benchmarks.md section 1,
     fifteenth pass)."""

@@ -72,23 +72,21 @@ def _created_pods(kube: Kube, name: str) -> dict[str, tuple[str, bool]]:
     "unable to get PodGroup after success creation", then "already exists", and no pod for 30 s)
     until the job changes again; so an annotation is touched each 20 s without its pods, as
     any later update of the job would."""
-    for nudge in range(3):
+
+    def four() -> dict[str, tuple[str, bool]] | None:
+        return pods if len(pods := _pods(kube, name)) == 4 else None
+
+    for nudge in range(2):
         try:
-            return wait_for(
-                f"{name}'s 4 pods (nudged {nudge} times)",
-                lambda: _pods(kube, name) if len(_pods(kube, name)) == 4 else None,
-                timeout=20,
-            )
+            return wait_for(f"{name}'s 4 pods", four, timeout=20)
         except AssertionError:
-            if nudge == 2:
-                raise
             kube.api.request(
                 "PATCH",
                 f"{JOBS}/{name}",
                 body={"metadata": {"annotations": {"solver-sched-tests/nudge": str(nudge)}}},
                 content_type="application/merge-patch+json",
             )
-    raise AssertionError("unreachable")
+    return wait_for(f"{name}'s 4 pods (nudged twice)", four, timeout=20)
 
 
 def _pods(kube: Kube, job: str) -> dict[str, tuple[str, bool]]:
