@@ -44,7 +44,7 @@ class PlanState:
             count = 0
             for j in row.jobs:
                 jm = problem.jobs[j]
-                res.add_into(u, self._usage(j, jm.current))
+                res.add_into(u, self.usage_at(j, jm.current))
                 count += jm.current > 0
             self.usage.append(u)
             self.running_jobs.append(count)
@@ -57,7 +57,7 @@ class PlanState:
         self.settled: list[dict[str, int]] = [dict(u) for u in self.usage]
         for j in self.unsettled:
             for r in self.rows_of.get(j, ()):
-                res.add_into(self.settled[r], self._usage(j, problem.jobs[j].current), -1)
+                res.add_into(self.settled[r], self.usage_at(j, problem.jobs[j].current), -1)
         self._journal: list[Callable[[], None]] = []
         # Every job whose size went up (a bind, or a rollback restoring it), in order: what a
         # shrink of it frees then grows beyond what it freed before (room.NoRoom).
@@ -67,7 +67,7 @@ class PlanState:
             for row in problem.quotas
         ]
 
-    def _usage(self, j: int, size: int) -> res.Resources:
+    def usage_at(self, j: int, size: int) -> res.Resources:
         jm = self.problem.jobs[j]
         o = jm.option(size)
         if o is not None:
@@ -94,7 +94,7 @@ class PlanState:
         """(row, what) for the queue rows that moving job j to size would break; ``what`` is the
         resource over its cap, MAX_JOBS, or ``min <resource>`` for a floor. ``credit`` is usage
         about to arrive per row (the gang whose start a shrink makes room for): floors count it."""
-        old, new = self._usage(j, self.size[self.problem.jobs[j].name]), self._usage(j, size)
+        old, new = self.usage_at(j, self.size[self.problem.jobs[j].name]), self.usage_at(j, size)
         was_running = self.size[self.problem.jobs[j].name] > 0
         out: list[tuple[int, str]] = []
         for r in self.rows_of.get(j, ()):
@@ -126,7 +126,7 @@ class PlanState:
     def change(self, j: int, size: int) -> dict[str, int]:
         """What moving job j to size adds (negative: releases). A partial gang's size is no
         option: then what its running pods hold counts."""
-        return res.sub(self._usage(j, size), self._usage(j, self.size[self.problem.jobs[j].name]))
+        return res.sub(self.usage_at(j, size), self.usage_at(j, self.size[self.problem.jobs[j].name]))
 
     def _row_block(
         self,
@@ -296,7 +296,7 @@ class PlanState:
     def _set_size(self, j: int, size: int) -> None:
         name = self.problem.jobs[j].name
         old = self.size[name]
-        old_u, new_u = self._usage(j, old), self._usage(j, size)
+        old_u, new_u = self.usage_at(j, old), self.usage_at(j, size)
         jm = self.problem.jobs[j]
         covered = jm.guaranteed_gpus_at(size) - jm.guaranteed_gpus_at(old)
         rows = self.rows_of.get(j, ())

@@ -362,11 +362,15 @@ class _Start:
             return True
         st = self.st
         after = {r: self.level(r) for r in self.own_floors}
+        names = self.victims.names
         for v, size in self.deepest(set(after)).items():
-            if size < st.size[self.victims.names[v]]:
+            now = st.size[names[v]]
+            if size < now:
+                old, new = st.usage_at(v, now), st.usage_at(v, size)
                 for r in st.rows_of.get(v, ()):
-                    if r in after:
-                        res.add_into(after[r], st.change(v, size))
+                    if (level := after.get(r)) is not None:
+                        for n in level:  # the floor's resources only
+                            level[n] += new.get(n, 0) - old.get(n, 0)
         quotas = st.problem.quotas
         return all(
             level.get(n, 0) >= floor
