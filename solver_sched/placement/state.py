@@ -139,15 +139,19 @@ class PlanState:
         unsettled: bool = False,
     ) -> str | None:
         row = self.problem.quotas[r]
-        for name, cap in row.cap.items():
-            after = self.usage[r].get(name, 0) - old.get(name, 0) + new.get(name, 0)
-            if after > cap and new.get(name, 0) > old.get(name, 0):
-                return name
-        gone = {} if unsettled else old  # an unsettled job's old usage is not in ``settled``
-        for name, floor in row.floor.items():
-            after = self.settled[r].get(name, 0) - gone.get(name, 0) + new.get(name, 0)
-            if after + coming.get(name, 0) < floor and new.get(name, 0) < old.get(name, 0):
-                return f"min {name}"
+        if row.cap:  # only a growth can break a cap (a shrink, tested often, skips the sums)
+            usage = self.usage[r]
+            for name, cap in row.cap.items():
+                was, will = old.get(name, 0), new.get(name, 0)
+                if will > was and usage.get(name, 0) - was + will > cap:
+                    return name
+        if row.floor:  # and only a shrink a floor
+            settled = self.settled[r]
+            for name, floor in row.floor.items():
+                was, will = old.get(name, 0), new.get(name, 0)
+                gone = 0 if unsettled else was  # an unsettled job's usage is not in ``settled``
+                if will < was and settled.get(name, 0) - gone + will + coming.get(name, 0) < floor:
+                    return f"min {name}"
         starts = not was_running and size > 0
         if row.jobs_cap is not None and starts and self.running_jobs[r] + 1 > row.jobs_cap:
             return MAX_JOBS
