@@ -126,7 +126,9 @@ class PlanState:
     def change(self, j: int, size: int) -> dict[str, int]:
         """What moving job j to size adds (negative: releases). A partial gang's size is no
         option: then what its running pods hold counts."""
-        return res.sub(self.usage_at(j, size), self.usage_at(j, self.size[self.problem.jobs[j].name]))
+        return res.sub(
+            self.usage_at(j, size), self.usage_at(j, self.size[self.problem.jobs[j].name])
+        )
 
     def _row_block(
         self,
