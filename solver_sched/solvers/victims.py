@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Hashable, Iterable, Iterator
 
 from solver_sched.domain import resources as res
+from solver_sched.domain.quota import MAX_JOBS
 from solver_sched.formulation.sizes import change_to
 from solver_sched.placement.nodes import Fence
 from solver_sched.placement.state import PlanState
@@ -37,6 +38,7 @@ class Victims:
 
     remember_no_room = True  # (tests turn it off: the same plans, found by the full walk)
     remember_out_of_reach = True  # (likewise)
+    bound_by_quota = True  # (likewise: starts no victim could bring under their queue's max)
 
     def __init__(
         self,
@@ -219,6 +221,8 @@ class Victims:
                 self.groups[rows] = kept
             self.dirty.clear()
         start = _Start(self, j, target, fired, debt)
+        if self.bound_by_quota and start.blocked and start.over_quota_at_best() and start.quiet():
+            return False  # no walk could start it, nor tell greedy more (quiet)
         return any(
             _Walk(start, fence).run()
             for fence in fences(st, j, target, start.need, self.released, start.steps)
@@ -378,23 +382,61 @@ class _Start:
             for n, floor in quotas[r].floor.items()
         )
 
+    def over_quota_at_best(self) -> bool:
+        """Whether a queue row that blocks the start still would with every victim in it at its
+        smallest size (each shrink's smallest, each break's 0), as if no floor refused any: then
+        every walk fails, after taking back up to MAX_VICTIM_STEPS victims (at L, walks under a
+        queue at its max number of running jobs, whose shrinks free no job, were a third of
+        greedy's pass). Victims are summed until the row's excess is covered."""
+        st, names = self.st, self.victims.names
+        delta = st.change(self.j, self.target)
+        starts = st.size[names[self.j]] == 0
+        for r in self.blocked:
+            row, usage = st.problem.quotas[r], st.usage[r]
+            excess = {  # what must be freed in the row, per resource (jobs under MAX_JOBS)
+                name: over
+                for name, cap in row.cap.items()
+                if delta.get(name, 0) > 0
+                and (over := usage.get(name, 0) + delta.get(name, 0) - cap) > 0
+            }
+            if row.jobs_cap is not None and starts and st.running_jobs[r] >= row.jobs_cap:
+                excess[MAX_JOBS] = st.running_jobs[r] - row.jobs_cap + 1
+            for v, size in self.deepest_of({r}):
+                if not excess:
+                    break
+                was, will = st.usage_at(v, st.size[names[v]]), st.usage_at(v, size)
+                for name in list(excess):
+                    freed = 1 if name == MAX_JOBS else was.get(name, 0) - will.get(name, 0)
+                    if name != MAX_JOBS or size == 0:
+                        excess[name] -= freed
+                        if excess[name] <= 0:
+                            del excess[name]
+            if excess:
+                return True
+        return False
+
     def deepest(self, rows: set[int]) -> dict[int, int]:
         """``smallest(self.steps())`` for the victims in any of ``rows``: each shrink's smallest
         size, a break's 0. Read from the groups whose queue rows meet ``rows``, not by walking
         every take-back (at 10,000 nodes that walk was a quarter of greedy's pass)."""
+        return dict(self.deepest_of(rows))
+
+    def deepest_of(self, rows: set[int]) -> Iterator[tuple[int, int]]:
+        """``deepest``'s victims one by one, each once: the breaks first."""
         victims, j, size_now, names = self.victims, self.j, self.st.size, self.victims.names
-        out: dict[int, int] = {}
-        for key, group in victims.groups.items():
-            if not rows.isdisjoint(key) and self.useful_rows(key):
-                for v in group:
-                    if v != j and size_now[names[v]] > 0:
-                        out[v] = victims.smaller[v][-1]
+        seen: set[int] = set()
         for key, group in victims._breakable(frozenset(self.fired)).items():
             if not rows.isdisjoint(key) and self.useful_rows(key):
                 for v in group:
-                    if v != j and size_now[names[v]] > 0:
-                        out[v] = 0
-        return out
+                    if v != j and size_now[names[v]] > 0 and v not in seen:
+                        seen.add(v)
+                        yield v, 0
+        for key, group in victims.groups.items():
+            if not rows.isdisjoint(key) and self.useful_rows(key):
+                for v in group:
+                    if v != j and size_now[names[v]] > 0 and v not in seen:
+                        seen.add(v)
+                        yield v, victims.smaller[v][-1]
 
     def level(self, r: int) -> dict[str, int]:
         """Row r's settled usage plus the start's, per resource of its floor: what the floor

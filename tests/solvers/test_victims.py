@@ -557,6 +557,58 @@ def test_a_partial_required_gang_takes_its_victims_in_its_own_rack() -> None:
     assert {e.job for e in result.plan.evictions} == {"default/low2-05", "default/low3-05"}
 
 
+def _jobs_capped(priority: int) -> tuple[Any, Any, Any, dict[str, int], list[int]]:
+    """Queue q may run two jobs and runs two elastic ones (e1, e2: two 1-GPU pods each, on a)
+    beside room for more; p, pending in q, is over q's max number of running jobs. A plan state,
+    its Victims, p's fired triggers, the job index and the jobs the searches resized."""
+    tree = quota_tree(
+        {
+            "name": "root",
+            "children": [
+                {"name": "q", "namespaces": ["team-q"], "max": {"kube-queue/max-jobs": "2"}},
+            ],
+        }
+    )
+    el = {"min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
+    snap = snapshot(
+        node("a", gpus=8),
+        tree,
+        *(gang(e, 2, namespace="team-q", running_on=["a", "a"], **el) for e in ("e1", "e2")),
+        gang("p", 1, namespace="team-q", priority=priority),
+    )
+    st, v, index, _ = _walks(snap)
+    fired = {key for key, starters in st.problem.triggers.items() if index["p"] in starters}
+    resized: list[int] = []
+    resize = st.resize
+    st.resize = lambda j, *a, **k: resized.append(j) or resize(j, *a, **k)  # type: ignore[method-assign]
+    return st, v, fired, index, resized
+
+
+@pytest.mark.parametrize("bound", [True, False])
+def test_a_start_no_victim_could_bring_under_its_queues_max_takes_none(
+    monkeypatch: pytest.MonkeyPatch, bound: bool
+) -> None:
+    """p may not break e1 or e2 (same priority) and their shrinks free no running job: however
+    many it takes back, q stays at its max. It fails without taking any; the walk, where the
+    bound is off, takes the shrinks back and fails the same."""
+    monkeypatch.setattr(victims.Victims, "bound_by_quota", bound)
+    st, v, fired, index, resized = _jobs_capped(priority=0)
+    assert st.quota_blocks(index["p"], 1) == [(0, "kube-queue/max-jobs")]
+    assert not v.start(index["p"], 1, fired)
+    assert (set(resized) == {index["p"]}) is bound
+    assert st.size == {"team-q/e1": 2, "team-q/e2": 2, "team-q/p": 0}
+
+
+def test_a_start_breaking_a_victim_brings_its_queue_under_its_max() -> None:
+    """p outranks e1 and e2 in q: breaking one of them frees a running job, so the bound lets
+    the walk run and p starts."""
+    st, v, fired, index, _ = _jobs_capped(priority=100)
+    assert fired
+    assert v.start(index["p"], 1, fired)
+    assert st.size["team-q/p"] == 1
+    assert 0 in (st.size["team-q/e1"], st.size["team-q/e2"])  # a break freed the running job
+
+
 @pytest.mark.parametrize(
     ("size", "seeds"),
     [("S", range(1, 7)), pytest.param("M", range(1, 3), marks=pytest.mark.slow)],
@@ -579,9 +631,11 @@ def test_shrinks_known_to_open_no_room_are_skipped_without_changing_a_plan(
             order = greedy.queue_order(problem)
             dense = greedy.start_order(problem, order, None, dense=True)
             plans = []
-            for no_room, out_of_reach in ((True, True), (False, True), (True, False)):
+            toggles = ((True, True, True), (False, True, True), (True, False, True))
+            for no_room, out_of_reach, bound in (*toggles, (True, True, False)):
                 monkeypatch.setattr(victims.Victims, "remember_no_room", no_room)
                 monkeypatch.setattr(victims.Victims, "remember_out_of_reach", out_of_reach)
+                monkeypatch.setattr(victims.Victims, "bound_by_quota", bound)
                 plans.append(
                     [
                         (st.placed, st.size)
@@ -594,4 +648,4 @@ def test_shrinks_known_to_open_no_room_are_skipped_without_changing_a_plan(
                 )
             assert plans[0] == plans[1], (preset, seed)
             sizes = [[after for _, after in plan] for plan in plans]
-            assert sizes[0] == sizes[2], (preset, seed)
+            assert sizes[0] == sizes[2] == sizes[3], (preset, seed)
