@@ -38,7 +38,7 @@ class Victims:
 
     remember_no_room = True  # (tests turn it off: the same plans, found by the full walk)
     remember_out_of_reach = True  # (likewise)
-    bound_by_quota = True  # (likewise: starts no victim could bring under their queue's max)
+    bound_by_quota = True  # (likewise, the same sizes: starts no victim brings under their max)
 
     def __init__(
         self,
@@ -406,11 +406,12 @@ class _Start:
                     break
                 was, will = st.usage_at(v, st.size[names[v]]), st.usage_at(v, size)
                 for name in list(excess):
-                    freed = 1 if name == MAX_JOBS else was.get(name, 0) - will.get(name, 0)
-                    if name != MAX_JOBS or size == 0:
-                        excess[name] -= freed
-                        if excess[name] <= 0:
-                            del excess[name]
+                    if name == MAX_JOBS:
+                        excess[name] -= size == 0  # only a break frees a running job
+                    else:
+                        excess[name] -= was.get(name, 0) - will.get(name, 0)
+                    if excess[name] <= 0:
+                        del excess[name]
             if excess:
                 return True
         return False

@@ -620,9 +620,10 @@ def test_shrinks_known_to_open_no_room_are_skipped_without_changing_a_plan(
     """The search skips shrinks known to open no room alone for a pod shape until one of their
     nodes gets room back, and rebuilds what the full walk would have deferred: greedy's plans in
     all three orders are the full walk's, on every preset (a shrink skipped while it would open
-    room, or a deferred list rebuilt wrong, changes some). Searches remembered as out of reach
-    are skipped with the same sizes: only where best fit's ties go may differ, since the walk
-    skipped would have put the nodes it took from and gave back at their buckets' ends."""
+    room, or a deferred list rebuilt wrong, changes some). Searches remembered as out of reach,
+    and starts no victim could bring under their queue's max, are skipped with the same sizes:
+    only where best fit's ties go may differ, since the walk skipped would have put the nodes it
+    took from and gave back at their buckets' ends."""
     cfg = config()
     for preset in PRESETS:
         for seed in seeds:
