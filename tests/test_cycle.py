@@ -468,10 +468,9 @@ def test_dense_greedy_skipped_while_a_search_runs_beside_leaves_the_slot_to_valu
 ) -> None:
     """As "skipped" above, but the window is long enough for the model's rows (0.6 s to write):
     a search is started beside the candidates, so dense-greedy, skipped in its share, is not
-    tried again,
-    and the one pass that still fits (the check's estimate now counts the rows) is value-greedy's:
-    it paid up to 1.1% more than dense-greedy there (M dev seeds; docs/benchmarks.md section 1,
-    fifteenth pass)."""
+    tried again, and the one pass that still fits (the check's estimate now counts the rows) is
+    value-greedy's: it paid up to 1.1% more than dense-greedy there (M dev seeds;
+    docs/benchmarks.md section 1, fifteenth pass)."""
     cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 8.0, "lpGuide": False}})
     snap = snapshot_from_objects(synthetic_objects(16, 40, 20, 1, NOW))
     seen = _limits(monkeypatch)

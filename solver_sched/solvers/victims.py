@@ -367,7 +367,7 @@ class _Start:
         st = self.st
         after = {r: self.level(r) for r in self.own_floors}
         names = self.victims.names
-        for v, size in self.deepest(set(after)).items():
+        for v, size in self.deepest(set(after)):
             now = st.size[names[v]]
             if size < now:
                 old, new = st.usage_at(v, now), st.usage_at(v, size)
@@ -401,7 +401,7 @@ class _Start:
             }
             if row.jobs_cap is not None and starts and st.running_jobs[r] >= row.jobs_cap:
                 excess[MAX_JOBS] = st.running_jobs[r] - row.jobs_cap + 1
-            for v, size in self.deepest_of({r}):
+            for v, size in self.deepest({r}):
                 if not excess:
                     break
                 was, will = st.usage_at(v, st.size[names[v]]), st.usage_at(v, size)
@@ -416,14 +416,11 @@ class _Start:
                 return True
         return False
 
-    def deepest(self, rows: set[int]) -> dict[int, int]:
-        """``smallest(self.steps())`` for the victims in any of ``rows``: each shrink's smallest
-        size, a break's 0. Read from the groups whose queue rows meet ``rows``, not by walking
-        every take-back (at 10,000 nodes that walk was a quarter of greedy's pass)."""
-        return dict(self.deepest_of(rows))
-
-    def deepest_of(self, rows: set[int]) -> Iterator[tuple[int, int]]:
-        """``deepest``'s victims one by one, each once: the breaks first."""
+    def deepest(self, rows: set[int]) -> Iterator[tuple[int, int]]:
+        """``smallest(self.steps())`` for the victims in any of ``rows``, each once: each break's
+        0, then each shrink's smallest size. Read from the groups whose queue rows meet ``rows``,
+        not by walking every take-back (at 10,000 nodes that walk was a quarter of greedy's
+        pass)."""
         victims, j, size_now, names = self.victims, self.j, self.st.size, self.victims.names
         seen: set[int] = set()
         for key, group in victims._breakable(frozenset(self.fired)).items():
