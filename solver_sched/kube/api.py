@@ -79,6 +79,7 @@ def load_client(kubeconfig: str | None, pool_size: int = 32) -> client.ApiClient
     else:
         config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
     cfg.connection_pool_maxsize = pool_size  # watches hold connections; binds run in a pool
+    cfg.retries = 0  # urllib3 would resend a failed write later, past the fence: callers retry
     return client.ApiClient(cfg)
 
 
@@ -90,11 +91,14 @@ class Health:
     def __init__(self) -> None:
         self.healthy_since = time.monotonic()
         self.last_failure: float | None = None
+        self.unreachable_at: float | None = None  # the last failure that got no answer at all
         self._lock = threading.Lock()
 
-    def failed(self) -> None:
+    def failed(self, answered: bool = False) -> None:
         with self._lock:
             self.last_failure = time.monotonic()
+            if not answered:
+                self.unreachable_at = self.last_failure
 
     def answered(self) -> None:
         with self._lock:
@@ -161,7 +165,7 @@ class KubeApi:
             resp = self.api_client.call_api(*request, _request_timeout=timeout)
         except client.ApiException as exc:
             if (exc.status or 0) >= 500:
-                self.health.failed()
+                self.health.failed(answered=True)
             else:
                 self.health.answered()
             raise ApiError(exc.status or 0, str(exc.reason), _json(exc.body)) from None
@@ -169,7 +173,7 @@ class KubeApi:
             self.health.failed()
             raise TransportError(_short(exc)) from None
         if resp.status >= 500:
-            self.health.failed()
+            self.health.failed(answered=True)
         else:
             self.health.answered()
         return resp

@@ -6,6 +6,9 @@ lease_duration seconds (by our monotonic clock) may be taken over, whatever the 
 replica that cannot renew stops acting before anyone else may take over: the renewal is timed from
 *before* its GET, and others wait lease_duration after they last saw the record change, so every
 write checked by ``is_leader`` has at least lease_duration - renew_deadline to reach the server.
+Writes need more: ``may_write`` also wants a renewal that started after the API server last could
+not be reached. A restarted server listens before it serves, so a write sent into its backlog may be
+read long after the check; a renewal answered after the outage proves that it reads requests again.
 A lapse is noticed by whichever thread asks first (a renew may hang, a paused process may wake up
 long after): it logs "lost leadership" once and calls the ``on_lost`` callbacks, which abandon
 in-flight actuation.
@@ -63,6 +66,12 @@ class LeaderElector:
         if now != self._leading:
             self._transition(now)
         return now
+
+    def may_write(self) -> bool:
+        """Leads, and has renewed since the API server last could not be reached (the module says
+        why). Such a gap costs writes at most one retry period and calls no callback."""
+        lost = self.api.health.unreachable_at
+        return self.is_leader() and (lost is None or self._renewed_at > lost)
 
     def _transition(self, leading: bool) -> None:
         with self._lock:

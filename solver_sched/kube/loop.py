@@ -117,7 +117,7 @@ class ControlLoop:
     def may_act(self) -> bool:
         if self.opts.dry_run or self.stop.is_set():
             return False
-        return self.leader is None or self.leader.is_leader()
+        return self.leader is None or self.leader.may_write()
 
     def leading(self) -> bool:
         """Leads (or needs no lease); a dry run plans whether it leads or not."""
