@@ -48,6 +48,11 @@ VALUE_AWARE = "value-greedy"  # greedy taking no victim worth as much as the sta
 DENSE = "dense-greedy"  # with a start bonus: gangs of one priority smallest first (greedy.py)
 DENSE_VALUE = "dense-value-greedy"  # dense-greedy's order, value-greedy's victims
 GUIDED_VALUE = "lp-value-greedy"  # lp-greedy's order, value-greedy's victims
+# The greedy backend's second pass, and the cycle's first after greedy's own: the dense order with
+# value-aware victims. With greedy's victims the dense order's late take-backs lose value, so its
+# plan depended on where the deadline cut it (M hard dev seed 2: the default cycle x0.9854 of the
+# greedy-only cycle); value-aware, it keeps what it took (docs/benchmarks.md, seventeenth pass).
+SECOND = DENSE_VALUE
 # greedy's other passes: label -> (start order: None is queue order, value-aware victims)
 PASSES = {
     DENSE: (DENSE, False),
@@ -74,7 +79,7 @@ COMPACT = "compact"  # the best candidate's sizes packed again, largest topology
 # to its optimum in the budget, so the search keeps half of it. On larger ones (from 512 nodes)
 # CP-SAT's short window returned nothing better than the hint while value-greedy's pass found
 # +0.2-1.4% (docs/benchmarks.md section 1): the candidates get more, value-greedy first after
-# the greedy backend's own dense-greedy (a budgeted search now runs beside them).
+# the greedy backend's own second pass (SECOND; a budgeted search now runs beside them).
 VARIANTS = 0.75
 VARIANTS_SMALL = 0.5
 SMALL_MODEL = 2000  # variables (S: 907)
@@ -250,13 +255,13 @@ def _cycle(
         # the greedy backend's second plan, so it comes first, with that backend's deadline at
         # the least: later where no search could follow anyway, as value-greedy's, since a
         # slower Python phase than in that backend's cycle must not skip it (M full 1019 came
-        # out x0.9995 of the greedy-only cycle: dense-greedy not run, value-greedy's plan).
-        others.append(_variant(snapshot, problem, model, built, timer, DENSE, cutoff(end)))
+        # out x0.9995 of the greedy-only cycle: the dense pass not run, value-greedy's plan).
+        others.append(_variant(snapshot, problem, model, built, timer, SECOND, cutoff(end)))
         dense = False
     # The model's rows, written now where a search may still follow: the rules below then weigh
     # the whole build, measured. Where none can (its window, shrinking from now on, is short of
-    # SEARCH_NEEDS whole builds as estimated: XL), they are never written. After dense-greedy,
-    # which the greedy backend, writing none, runs at this point too.
+    # SEARCH_NEEDS whole builds as estimated: XL), they are never written. After the dense
+    # pass, which the greedy backend, writing none, runs at this point too.
     solving = None
     if backend != "greedy" and (
         search_budget is None
@@ -272,14 +277,14 @@ def _cycle(
         building *= WITH_ROWS
     try:  # a search started above runs while the candidates are made and the best checked
         if backend != "greedy" and problem.too_large is None:
-            # dense-greedy skipped above where a search seemed to follow, and then none could
+            # The dense pass skipped above where a search seemed to follow, and then none could
             # (no rows written: the candidates alone make the plan, and may now use the budget
             # past their share) comes before the others: it is the greedy backend's plan (L
-            # full 1002 came out x0.9986 of the greedy-only cycle: value-greedy run, dense-greedy
-            # not). Where a search runs beside them, value-greedy keeps the slot: it pays up to
-            # 1.1% more there (M dev seeds; docs/benchmarks.md section 1, fifteenth pass).
+            # full 1002 came out x0.9986 of the greedy-only cycle: value-greedy run, the dense
+            # pass not). Where a search runs beside them, value-greedy keeps the slot: it paid up
+            # to 1.1% more there (M dev seeds; docs/benchmarks.md section 1, fifteenth pass).
             if dense and solving is None and fits(end := latest()):
-                others.append(_variant(snapshot, problem, model, built, timer, DENSE, cutoff(end)))
+                others.append(_variant(snapshot, problem, model, built, timer, SECOND, cutoff(end)))
             if fits(end := latest()):  # the candidate that pays most where the search cannot
                 deadline = cutoff(end)
                 others.append(
@@ -300,12 +305,12 @@ def _cycle(
                             snapshot, problem, model, built, timer, GUIDED, cutoff(end), shares
                         )
                     )
-            # Each order again with value-aware victims, in what is left of the candidates'
+            # Each order again with the other victim rule, in what is left of the candidates'
             # share: where the search finds nothing better in its window, these decide the
             # plan (M dev seeds, worst gap to the best known: fragmented 1.31 -> 0.92%, full
             # 1.30 -> 0.99%; docs/benchmarks.md section 1).
             guided = shares is not None
-            wanted = ((DENSE_VALUE, problem.gang_start, None), (GUIDED_VALUE, guided, shares))
+            wanted = ((DENSE, problem.gang_start, None), (GUIDED_VALUE, guided, shares))
             for label, useful, given in wanted:
                 if useful and fits(end := latest()):
                     others.append(
