@@ -436,18 +436,18 @@ def test_when_no_search_could_follow_the_candidates_may_use_the_budget(
     """A model slow to build (0.5 s) and greedy passes of 0.9 s in a 4 s budget: a second pass
     would end past the small model's half of the budget, but after it no search could run
     anyway (its window shorter than SEARCH_NEEDS builds), so the next candidate gets its pass
-    up to the check's estimate, and the search is not started. That candidate is dense-greedy,
+    up to the check's estimate, and the search is not started. That candidate is the dense pass,
     the greedy backend's second pass and its plan here: its end is never earlier than that
     backend's, so a cycle slower than the greedy backend's (the machine) still runs it and
-    emits no less (M full 1019 came out x0.9995 of the greedy-only cycle when dense-greedy kept
+    emits no less (M full 1019 came out x0.9995 of the greedy-only cycle when the dense pass kept
     to the backend's share: skipped, value-greedy's plan emitted; docs/benchmarks.md, twelfth
     pass): the last two assertions.
 
     "skipped": an 8 s budget, a build of 0.8 s, passes of 1.65 s. After the first pass a second
-    would end past the share while a search could still follow it, so dense-greedy keeps to the
+    would end past the share while a search could still follow it, so the dense pass keeps to the
     share and is skipped; the window is then too short for the model's rows, no search starts,
-    and dense-greedy goes first among the later candidates (L full 1002 came out x0.9986 of the
-    greedy-only cycle: value-greedy run, dense-greedy not; docs/benchmarks.md section 1)."""
+    and the dense pass goes first among the later candidates (L full 1002 came out x0.9986 of the
+    greedy-only cycle: value-greedy run, the dense pass not; docs/benchmarks.md section 1)."""
     cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": budget}})
     objects = synthetic_objects(16, 40, 20, 1, NOW)
     backend = cycle_module.run_cycle(snapshot_from_objects(objects), cfg, NOW, "greedy")
@@ -463,13 +463,13 @@ def test_when_no_search_could_follow_the_candidates_may_use_the_budget(
     assert result.stats.objective >= backend.stats.objective
 
 
-def test_dense_greedy_skipped_while_a_search_runs_beside_leaves_the_slot_to_value_greedy(
+def test_the_dense_pass_skipped_while_a_search_runs_beside_leaves_the_slot_to_value_greedy(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """As "skipped" above, but the window is long enough for the model's rows (0.6 s to write):
-    a search is started beside the candidates, so dense-greedy, skipped in its share, is not
+    a search is started beside the candidates, so the dense pass, skipped in its share, is not
     tried again, and the one pass that still fits (the check's estimate now counts the rows) is
-    value-greedy's: it paid up to 1.1% more than dense-greedy there (M dev seeds;
+    value-greedy's: it paid up to 1.1% more than the dense pass there (M dev seeds;
     docs/benchmarks.md section 1, fifteenth pass)."""
     cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 8.0, "lpGuide": False}})
     snap = snapshot_from_objects(synthetic_objects(16, 40, 20, 1, NOW))
@@ -487,7 +487,7 @@ def test_greedys_other_passes_stop_taking_victims_before_the_budget_ends(
 ) -> None:
     """A pass may cost more than the first one the budget rule measures (value-greedy up to
     twice at L): the other passes get a deadline for their victim search, inside the budget.
-    The first pass (the hint, the greedy backend's plan) gets none; dense-greedy, the greedy
+    The first pass (the hint, the greedy backend's plan) gets none; the dense pass, the greedy
     backend's other pass, comes next with that backend's deadline (inside its share of the
     budget, where a search may still follow), so the plan is not below that backend's. No pass
     of a cycle without a budget gets one."""
