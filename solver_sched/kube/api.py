@@ -86,7 +86,8 @@ def load_client(kubeconfig: str | None, pool_size: int = 32) -> client.ApiClient
 class Health:
     """When the API server last failed to answer (transport error or 5xx) and since when it has
     answered again, by the monotonic clock: the controller counts gang timeouts only over time in
-    which it could act."""
+    which it could act. ``unreachable_at`` leaves 5xx out (an answer): the leader's write fence
+    wants a renewal after it (leader.py)."""
 
     def __init__(self) -> None:
         self.healthy_since = time.monotonic()
