@@ -98,10 +98,13 @@ def test_chaos_two_replicas_kill_pause_and_api_server_restarts(stage: Stage) -> 
     actions: list[str] = []
     try:
         wait_for("a leader", lambda: stage.holder() is not None, timeout=60)
+        # 150 s, and at least five faults: an API-server SIGTERM takes 30 s or more (it drains
+        # the replicas' 300 s watches until stop() kills it), so two of them left room for 4
+        last = time.monotonic() + 300
         end = time.monotonic() + 150
         next_chaos = time.monotonic() + rng.uniform(6, 12)
         next_submit = time.monotonic()
-        while time.monotonic() < end:
+        while (time.monotonic() < end or len(actions) < 5) and time.monotonic() < last:
             now = time.monotonic()
             if now >= next_submit:
                 work.submit()
