@@ -25,7 +25,7 @@ from kubernetes import client, config
 
 from solver_sched.domain.snapshot import InputError
 from solver_sched.io.fleet_objects import ClusterObj
-from solver_sched.kube.api import ApiError, Fence, KubeApi, RateLimiter
+from solver_sched.kube.api import ApiError, Fence, Health, KubeApi, RateLimiter
 from solver_sched.kube.informer import Informer
 from solver_sched.kube.resources import NODES, PODS, PYTORCH_JOBS
 from solver_sched.kube.store import ObjectStore
@@ -118,6 +118,18 @@ def _client(spec: MemberSpec, workdir: Path, pool_size: int = 16) -> client.ApiC
     return client.ApiClient(cfg)
 
 
+def member_fence(hub: Fence | None, health: Health) -> Fence:
+    """A member write goes only while the hub's fence (the fleet's lease) holds and the member
+    has answered a request sent after it last could not be reached (``Health.serving``): a write
+    sent into a restarted member's backlog before the next probe could be read long after the
+    lease that allowed it, and place a second copy of a gang another replica placed meanwhile."""
+
+    def may_write() -> bool:
+        return health.serving() and (hub is None or hub())
+
+    return may_write
+
+
 class MemberSession:
     """One connection epoch to a member: informers into a fresh store, and a probe. A member
     that recovers from an outage gets a new session, so its store is re-listed."""
@@ -132,7 +144,8 @@ class MemberSession:
         fence: Fence | None = None,
     ) -> None:
         self.spec = spec
-        self.api = KubeApi(_client(spec, workdir), RateLimiter(qps, burst), fence)
+        self.api = KubeApi(_client(spec, workdir), RateLimiter(qps, burst))
+        self.api.fence = member_fence(fence, self.api.health)
         self.store = ObjectStore()
         self.stop = threading.Event()
         self.informers: list[Informer] = []

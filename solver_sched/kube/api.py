@@ -9,6 +9,7 @@ bucket, since the Python client has no client-side QPS limit.
 from __future__ import annotations
 
 import json
+import math
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -87,24 +88,37 @@ class Health:
     """When the API server last failed to answer (transport error or 5xx) and since when it has
     answered again, by the monotonic clock: the controller counts gang timeouts only over time in
     which it could act. ``unreachable_at`` leaves 5xx out (an answer): the leader's write fence
-    wants a renewal after it (leader.py)."""
+    wants a renewal after it (leader.py), a member's write fence any request sent after it and
+    answered (``serving``)."""
 
     def __init__(self) -> None:
         self.healthy_since = time.monotonic()
         self.last_failure: float | None = None
         self.unreachable_at: float | None = None  # the last failure that got no answer at all
+        self._answered_sent = -math.inf  # when the latest answered request was sent
         self._lock = threading.Lock()
 
-    def failed(self, answered: bool = False) -> None:
+    def failed(self, answered: bool = False, sent: float | None = None) -> None:
         with self._lock:
             self.last_failure = time.monotonic()
             if not answered:
                 self.unreachable_at = self.last_failure
+            elif sent is not None:
+                self._answered_sent = max(self._answered_sent, sent)
 
-    def answered(self) -> None:
+    def answered(self, sent: float | None = None) -> None:
         with self._lock:
             if self.last_failure is not None and self.last_failure >= self.healthy_since:
                 self.healthy_since = time.monotonic()
+            if sent is not None:
+                self._answered_sent = max(self._answered_sent, sent)
+
+    def serving(self) -> bool:
+        """Whether the server has answered a request sent after it last could not be reached. A
+        restarted server accepts connections before it reads them: a write sent into that
+        backlog may be read long after it was checked, so a write fence waits for this proof."""
+        with self._lock:
+            return self.unreachable_at is None or self._answered_sent > self.unreachable_at
 
     def up_since(self) -> float | None:
         """Start of the current healthy stretch, or None while the last request failed."""
@@ -162,21 +176,22 @@ class KubeApi:
         )
         if fenced and self.fence is not None and not self.fence():
             raise Fenced()  # checked last, right before the request leaves this process
+        sent = time.monotonic()
         try:
             resp = self.api_client.call_api(*request, _request_timeout=timeout)
         except client.ApiException as exc:
             if (exc.status or 0) >= 500:
-                self.health.failed(answered=True)
+                self.health.failed(answered=True, sent=sent)
             else:
-                self.health.answered()
+                self.health.answered(sent)
             raise ApiError(exc.status or 0, str(exc.reason), _json(exc.body)) from None
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             self.health.failed()
             raise TransportError(_short(exc)) from None
         if resp.status >= 500:
-            self.health.failed(answered=True)
+            self.health.failed(answered=True, sent=sent)
         else:
-            self.health.answered()
+            self.health.answered(sent)
         return resp
 
     def request(

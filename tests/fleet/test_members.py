@@ -1,12 +1,19 @@
-"""Members from Cluster objects: credentials, and errors that name the field."""
+"""Members from Cluster objects: credentials, errors that name the field, the write fence."""
 
 from __future__ import annotations
 
 import base64
+import socket
+import threading
+import time
+from pathlib import Path
 from typing import Any
 
+import pytest
+
 from solver_sched.domain.snapshot import InputError
-from solver_sched.fleet.members import MemberSpec, member_spec
+from solver_sched.fleet.members import MemberSession, MemberSpec, member_spec
+from solver_sched.kube.api import Fenced
 
 
 def cluster(secret: dict[str, Any] | None = None, endpoint: str = "https://10.0.0.1:6443"):
@@ -55,3 +62,48 @@ def test_missing_secret_ref_secret_or_credentials_name_the_field() -> None:
 def test_a_changed_secret_changes_the_fingerprint() -> None:
     a = MemberSpec("m1", "https://x", token="a")
     assert a.fingerprint != MemberSpec("m1", "https://x", token="b").fingerprint
+
+
+def test_after_an_outage_a_member_write_waits_for_an_answered_request(tmp_path: Path) -> None:
+    """A member that could not be reached gets no write until it answers a request sent after
+    that: a write into a restarted server's backlog could be read long after the lease."""
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    answering = threading.Event()  # off: read each request and hang up without an answer
+    seen: list[bytes] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn:
+                seen.append(conn.recv(65536).split(b" ", 2)[1])
+                if answering.is_set():
+                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n")
+                    conn.sendall(b"Content-Length: 2\r\nConnection: close\r\n\r\n{}")
+
+    threading.Thread(target=serve, daemon=True).start()
+    hub_leads = threading.Event()
+    hub_leads.set()
+    spec = MemberSpec("m1", f"http://127.0.0.1:{port}", token="t")
+    session = MemberSession(spec, tmp_path, 3600.0, 100.0, 10, hub_leads.is_set)
+    try:
+        deadline = time.monotonic() + 10  # its first probe, at start, finds no answer
+        while session.api.health.unreachable_at is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert session.api.health.unreachable_at is not None and seen == [b"/readyz"]
+        with pytest.raises(Fenced):  # never sent: the server saw the probe only
+            session.api.request("POST", "/api/v1/namespaces/default/pods", body={})
+        assert seen == [b"/readyz"]
+        answering.set()
+        session.api.get("/readyz")  # answered: the member reads requests again
+        assert session.api.request("POST", "/api/v1/namespaces/default/pods", body={}) == {}
+        hub_leads.clear()  # and the hub's fence still holds every member write
+        with pytest.raises(Fenced):
+            session.api.request("POST", "/api/v1/namespaces/default/pods", body={})
+        assert seen.count(b"/api/v1/namespaces/default/pods") == 1
+    finally:
+        session.close()
+        server.close()
