@@ -42,7 +42,7 @@ from typing import Any
 
 from benchmarks.scale import REPORT_SEEDS
 from solver_sched.config.schema import SchedulerConfig, Settings
-from solver_sched.cycle import _created, _score, run_cycle
+from solver_sched.cycle import _created, run_cycle
 from solver_sched.domain.plan import Plan
 from solver_sched.domain.snapshot import ClusterSnapshot
 from solver_sched.domain.topology import choose
@@ -50,6 +50,7 @@ from solver_sched.formulation.aggregate import aggregate
 from solver_sched.formulation.build import build
 from solver_sched.formulation.prepare import prepare
 from solver_sched.io.kube_snapshot import snapshot_from_objects
+from solver_sched.planning.candidates import score
 from solver_sched.planning.check import check
 from solver_sched.sim.topology import metrics
 from solver_sched.solvers.cpsat import solve_cpsat
@@ -102,7 +103,7 @@ def fewest_crossings(snap: ClusterSnapshot, cfg: SchedulerConfig, plan: Plan) ->
     problem = prepare(snap, cfg.weights, cfg.settings, NOW, topology)
     model = aggregate(problem, partial(_created, snap))
     built = build(model)
-    values = _score(model, built, "plan", replay(snap, problem, plan), [], None).values
+    values = score(model, built, "plan", replay(snap, problem, plan), [], None).values
     if values is None:
         return None
     fewest = held_value(built.model, values, crossings(built.vars))

@@ -7,47 +7,51 @@ one process-wide effect is that the cyclic garbage collector is paused while a c
 from __future__ import annotations
 
 import gc
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
 
-from solver_sched.config.schema import SchedulerConfig, Settings
+from solver_sched.config.schema import SchedulerConfig
 from solver_sched.domain.plan import Plan
 from solver_sched.domain.snapshot import ClusterSnapshot
 from solver_sched.domain.topology import choose
-from solver_sched.formulation.aggregate import aggregate, member_sizes
+from solver_sched.formulation.aggregate import aggregate
 from solver_sched.formulation.build import Built, build
 from solver_sched.formulation.prepare import prepare
 from solver_sched.formulation.problem import Problem
 from solver_sched.formulation.values import to_values
-from solver_sched.placement.state import PlanState
-from solver_sched.planning.check import check
+from solver_sched.planning.candidates import (
+    COMPACT,
+    DENSE,
+    DENSE_VALUE,
+    GREEDY,
+    GUIDED,
+    GUIDED_VALUE,
+    VALUE_AWARE,
+    Candidate,
+    may_rank_first,
+    score,
+    verdict,
+)
 from solver_sched.planning.diff import diff
-from solver_sched.planning.pack import compact, minimize_evictions, pack
+from solver_sched.planning.pack import compact, pack
 from solver_sched.solvers.budget import MARGIN, auto_budget, search_deadline
-from solver_sched.solvers.cpsat import Outcome, Search
 from solver_sched.solvers.greedy import (
     assignment_of,
-    counts_of,
     greedy_plan,
     queue_order,
     start_order,
 )
 from solver_sched.solvers.lp import relaxation
-from solver_sched.solvers.milp import solve_milp
-from solver_sched.solvers.result import Assignment, SolveStats, SolveStatus
+from solver_sched.solvers.result import SolveStats
+from solver_sched.solvers.solving import BACKENDS, Solving, solution_assignment
 from solver_sched.solvers.topology_baselines import BASELINES, replay
 
-BACKENDS = ("cpsat", "milp", "greedy")
-GUIDED = "lp-greedy"  # greedy starting gangs in the order of the LP relaxation (solvers/lp.py)
-VALUE_AWARE = "value-greedy"  # greedy taking no victim worth as much as the start (victims.py)
-DENSE = "dense-greedy"  # with a start bonus: gangs of one priority smallest first (greedy.py)
-DENSE_VALUE = "dense-value-greedy"  # dense-greedy's order, value-greedy's victims
-GUIDED_VALUE = "lp-value-greedy"  # lp-greedy's order, value-greedy's victims
+__all__ = ["BACKENDS", "CycleResult", "run_cycle"]
+
 # The greedy backend's second pass, and the cycle's first after greedy's own: the dense order with
 # value-aware victims. With greedy's victims the dense order's late take-backs lose value, so its
 # plan depended on where the deadline cut it (M hard dev seed 2: the default cycle x0.9854 of the
@@ -73,7 +77,6 @@ SEARCH_NEEDS = 2.5
 # read): 1.9-2.9 from 512 to 10,000 nodes on every preset (docs/benchmarks.md section 1).
 WITH_ROWS = 2.0
 REPACKS = 3  # packings of the solver's plan after the first, while some job fails to pack
-COMPACT = "compact"  # the best candidate's sizes packed again, largest topology gang first
 # Of a cycle's budget: greedy's other candidates end by then, and the LP relaxation (whose window
 # is not greedy's pass) by LP_SHARE. A small model (SMALL_MODEL variables, S) is searched
 # to its optimum in the budget, so the search keeps half of it. On larger ones (from 512 nodes)
@@ -184,9 +187,9 @@ def _cycle(
         greedy_state = greedy_plan(snapshot, problem)  # concrete already: it needs no packing
         greedy = assignment_of(greedy_state)
         hint = to_values(model, built, greedy.sizes, greedy.counts)
-    others: list[_Candidate | None] = []
+    others: list[Candidate | None] = []
     with timer("plan"):
-        others.append(_score(model, built, "greedy", greedy_state, [], hint))
+        others.append(score(model, built, GREEDY, greedy_state, [], hint))
     one_pass = timer.phases["greedy"]
 
     variants = VARIANTS if len(built.model.names) > SMALL_MODEL else VARIANTS_SMALL
@@ -214,14 +217,14 @@ def _cycle(
             return start + MARGIN * budget - rows * building
         return start + share * budget
 
-    def search(hinted: list[int] | None) -> _Solving:
+    def search(hinted: list[int] | None) -> Solving:
         """The search, translated and started on its worker thread. An explicit one runs for its
         own limit; a budgeted one at most for what the budget leaves (it is stopped at its
         deadline), and not at all with too little of the budget left or a window too short for
         it to return more than the candidates (its stats then say why)."""
         with timer("solve"):
             if search_budget is None:
-                return _Solving(backend, model, built, hinted, limit, s, None)
+                return Solving(backend, model, built, hinted, limit, s, None)
             at = time.perf_counter()
             left = start + search_budget - at
             skip = None
@@ -230,7 +233,7 @@ def _cycle(
             elif (open_for := window(at, search_budget)) < SEARCH_NEEDS * building:
                 needed = SEARCH_NEEDS * building
                 skip = f"no search: a window of {max(0.0, open_for):.2f}s, {needed:.2f}s needed"
-            return _Solving(backend, model, built, hinted, min(limit, max(0.01, left)), s, skip)
+            return Solving(backend, model, built, hinted, min(limit, max(0.01, left)), s, skip)
 
     def fits(end: float | None) -> bool:
         """Another pass (about as long as the first) ends by ``end`` (None: no budget)."""
@@ -245,6 +248,10 @@ def _cycle(
         search still takes TAIL of a pass."""
         return None if end is None else end - TAIL * one_pass
 
+    def another(label: str, end: float | None, shares: dict[str, float] | None = None) -> None:
+        """Greedy's pass ``label`` as another candidate, its victim search cut for ``end``."""
+        others.append(_variant(snapshot, problem, model, built, timer, label, cutoff(end), shares))
+
     end = latest(past_share=False)
     if end is not None and backend != "greedy":  # never earlier than the greedy backend's
         end = max(end, latest(rows=WITH_ROWS) or end)  # no rows follow a window that short
@@ -256,7 +263,7 @@ def _cycle(
         # the least: later where no search could follow anyway, as value-greedy's, since a
         # slower Python phase than in that backend's cycle must not skip it (M full 1019 came
         # out x0.9995 of the greedy-only cycle: the dense pass not run, value-greedy's plan).
-        others.append(_variant(snapshot, problem, model, built, timer, SECOND, cutoff(end)))
+        another(SECOND, end)
         dense = False
     # The model's rows, written now where a search may still follow: the rules below then weigh
     # the whole build, measured. Where none can (its window, shrinking from now on, is short of
@@ -284,12 +291,9 @@ def _cycle(
             # pass not). Where a search runs beside them, value-greedy keeps the slot: it paid up
             # to 1.1% more there (M dev seeds; docs/benchmarks.md section 1, fifteenth pass).
             if dense and solving is None and fits(end := latest()):
-                others.append(_variant(snapshot, problem, model, built, timer, SECOND, cutoff(end)))
+                another(SECOND, end)
             if fits(end := latest()):  # the candidate that pays most where the search cannot
-                deadline = cutoff(end)
-                others.append(
-                    _variant(snapshot, problem, model, built, timer, VALUE_AWARE, deadline)
-                )
+                another(VALUE_AWARE, end)
             shares = None
             if s.lp_guide and room_for_another(LP_SHARE, past_share=False):
                 with timer("lp"):  # which gangs the relaxation starts: greedy in that order too
@@ -300,11 +304,7 @@ def _cycle(
                     )
                     shares = relaxation(model, built, min(limit, lp_window))
                 if shares is not None and fits(end := latest()):
-                    others.append(
-                        _variant(
-                            snapshot, problem, model, built, timer, GUIDED, cutoff(end), shares
-                        )
-                    )
+                    another(GUIDED, end, shares)
             # Each order again with the other victim rule, in what is left of the candidates'
             # share: where the search finds nothing better in its window, these decide the
             # plan (M dev seeds, worst gap to the best known: fragmented 1.31 -> 0.92%, full
@@ -313,23 +313,21 @@ def _cycle(
             wanted = ((DENSE, problem.gang_start, None), (GUIDED_VALUE, guided, shares))
             for label, useful, given in wanted:
                 if useful and fits(end := latest()):
-                    others.append(
-                        _variant(snapshot, problem, model, built, timer, label, cutoff(end), given)
-                    )
+                    another(label, end, given)
             if problem.asks:  # never below a topology baseline's plan
                 for name, baseline in BASELINES.items():
                     if room_for_another():
                         with timer("greedy"):
                             st = replay(snapshot, problem, baseline(snapshot, topology))
                         with timer("plan"):
-                            others.append(_score(model, built, name, st, [], None))
+                            others.append(score(model, built, name, st, [], None))
         plans = sorted((c for c in others if c is not None), key=lambda c: c.rank, reverse=True)
         first, rest = plans[0], plans[1:]  # the best greedy plan hints an explicit search
         hint = first.values if first.values is not None else hint
         if solving is None:  # an explicit search, hinted with the best candidate; or none
             solving = search(hint)
         with timer("check"):  # on this thread, while the solver searches
-            _verdict(snapshot, first, now, s)
+            verdict(snapshot, first, now, s)
     except BaseException:
         if solving is not None:
             solving.cancel()
@@ -356,12 +354,12 @@ def _cycle(
     # some (giving back an eviction the packed plan does not need aside), so it would rank below;
     # an unhinted search stopped early, e.g. when greedy's passes ran to the budget's end beside
     # it, returns such plans. Both are still tried when that plan failed the checker.
-    if values is not None and (first.violations or _may_rank_first(built, values, hint, first)):
+    if values is not None and (first.violations or may_rank_first(built, values, hint, first)):
         with timer("plan"):
-            assignment = _assignment(model, built, values)
+            assignment = solution_assignment(model, built, values)
             packing = time.perf_counter()
             st, notes, failed = pack(snapshot, problem, assignment)
-            candidates.append(_score(model, built, backend, st, notes, None))
+            candidates.append(score(model, built, backend, st, notes, None))
             packing = time.perf_counter() - packing
             ahead: list[str] = []
             for _ in range(REPACKS):  # the optimum lost in packing: again, those jobs first
@@ -371,18 +369,18 @@ def _cycle(
                 ):
                     break
                 st, notes, failed = pack(snapshot, problem, assignment, first=ahead)
-                candidates.append(_score(model, built, backend, st, notes, None))
+                candidates.append(score(model, built, backend, st, notes, None))
     candidates.sort(key=lambda c: c.rank, reverse=True)  # ties go to the solver
     if problem.asks and (packs_end is None or time.perf_counter() + one_pass <= packs_end):
         with timer("plan"):  # the best plan's sizes, best-fit decreasing (planning/pack.py)
             st, notes, _ = compact(snapshot, problem, candidates[0].state)
-            candidates.append(_score(model, built, COMPACT, st, notes, None))
+            candidates.append(score(model, built, COMPACT, st, notes, None))
         candidates.sort(key=lambda c: c.rank, reverse=True)
     rejected: list[str] = []
     for c in candidates:  # best first; fail closed: a plan the checker rejects is never emitted
         if c.plan is None:
             with timer("check"):
-                _verdict(snapshot, c, now, s)
+                verdict(snapshot, c, now, s)
         if c.violations:
             rejected += [f"{c.label}: {v}" for v in c.violations]
             continue
@@ -395,63 +393,6 @@ def _cycle(
     return CycleResult(plan, stats, {}, timer.phases, rejected or ["no plan"], "")
 
 
-def _may_rank_first(built: Built, values: list[int], best: list[int] | None, c: _Candidate) -> bool:
-    """The solver's solution, packed, may rank above candidate ``c`` (whose model values are
-    ``best``): it differs from it and the model values it no lower."""
-    if values == best:
-        return False
-    return c.value is None or built.model.objective_value(values) >= c.value
-
-
-@dataclass
-class _Candidate:
-    """A plan state with its model objective (None: it does not map onto the model) and, once
-    checked, its plan and the checker's violations."""
-
-    label: str
-    state: PlanState
-    notes: list[str]
-    terms: dict[str, int]
-    value: int | None
-    values: list[int] | None = None  # the model's variables
-    plan: Plan | None = None
-    violations: list[str] = field(default_factory=list)
-
-    @property
-    def rank(self) -> tuple[bool, int, int]:
-        """A candidate that does not map onto the model ranks last but stays eligible; ties go
-        to the solver, then to greedy in queue order."""
-        tie = {
-            "greedy": 5,
-            DENSE: 4,
-            GUIDED: 3,
-            VALUE_AWARE: 2,
-            DENSE_VALUE: 1,
-            GUIDED_VALUE: 0,
-        }.get(self.label, -1 if self.label in BASELINES else 6)
-        return (self.value is not None, self.value or 0, tie)
-
-
-def _score(
-    model: Problem,
-    built: Built,
-    label: str,
-    st: PlanState,
-    notes: list[str],
-    values: list[int] | None,
-) -> _Candidate:
-    """Gives back the evictions the state does not need, then values it with the model (built
-    from ``model``, the problem as the solver sees it)."""
-    undone = minimize_evictions(st)  # a note per eviction undone: none, st unchanged
-    notes += undone
-    if undone or values is None:
-        values = to_values(model, built, st.size, counts_of(st.snapshot, st.problem, st.placed))
-    if values is None:
-        return _Candidate(label, st, notes, {}, None)
-    terms = built.model.evaluate(values)
-    return _Candidate(label, st, notes, terms, built.model.objective_of(terms), values)
-
-
 def _variant(
     snapshot: ClusterSnapshot,
     problem: Problem,
@@ -461,7 +402,7 @@ def _variant(
     label: str,
     deadline: float | None,
     shares: dict[str, float] | None = None,
-) -> _Candidate | None:
+) -> Candidate | None:
     """Another greedy candidate: starting gangs in the order of the LP relaxation's shares or
     smallest first (None when that is queue order: the same plan as greedy's, or as
     value-greedy's), with value-aware victims or not; past ``deadline`` its starts take no
@@ -478,141 +419,10 @@ def _variant(
         a = assignment_of(st)
         values = to_values(model, built, a.sizes, a.counts)
     with timer("plan"):
-        return _score(model, built, label, st, [], values)
-
-
-def _verdict(snapshot: ClusterSnapshot, c: _Candidate, now: datetime, s: Settings) -> None:
-    problem = c.state.problem
-    note = problem.topology_note
-    c.plan = diff(snapshot, c.state, now, [*c.notes, *([note] if note else [])])
-    c.violations = check(
-        snapshot, c.plan, now, s.priority_preemption, s.queue_reclaim, problem.topology
-    )
-
-
-class _Solving:
-    """The backend's solve, under way on a worker thread from construction to ``result``.
-
-    CP-SAT is translated on the calling thread (Python); its search, which holds no GIL, runs on
-    the worker, so the caller checks greedy's plan meanwhile on the other core. MILP builds its
-    PuLP model on the worker too: correct, but it shares the GIL with the caller."""
-
-    def __init__(
-        self,
-        backend: str,
-        problem: Problem,
-        built: Built,
-        hint: list[int] | None,
-        limit: float,
-        s: Settings,
-        skip: str | None = None,  # why no search runs (e.g. the budget is spent)
-    ) -> None:
-        self.backend = backend
-        self.search: Search | None = None
-        self.outcome: Outcome | None = None
-        self.failure: SolveStats | None = None
-        self.thread: threading.Thread | None = None
-        self.crash: BaseException | None = None
-        if backend == "greedy":
-            self.failure = SolveStats("greedy", SolveStatus.HEURISTIC)
-            return
-        if backend not in BACKENDS:
-            raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
-        if problem.too_large or skip:
-            detail = problem.too_large or skip or ""
-            self.failure = SolveStats(backend, SolveStatus.NO_SOLUTION, detail=detail)
-            return
-        run: Callable[[], Outcome]
-        try:
-            if backend == "cpsat":
-                self.search = Search(
-                    built.model, hint, limit, s.workers, s.random_seed, s.linearization_level
-                )
-                run = self.search.run
-            else:
-                run = partial(solve_milp, built.model, limit, s.workers)
-        except _SOLVER_ERRORS as exc:
-            self.failure = _error(backend, exc)
-            return
-        self.thread = threading.Thread(target=self._run, args=(run,), name="solver", daemon=True)
-        self.thread.start()
-
-    def _run(self, run: Callable[[], Outcome]) -> None:
-        try:
-            self.outcome = run()
-        except _SOLVER_ERRORS as exc:
-            self.failure = _error(self.backend, exc)
-        except BaseException as exc:  # re-raised on the caller's thread by result()
-            self.crash = exc
-
-    def stop_at(self, deadline: float) -> None:
-        """Stops the search at ``deadline`` (a perf_counter time) if it still runs then."""
-        if self.thread is None:
-            return
-        self.thread.join(timeout=max(0.0, deadline - time.perf_counter()))
-        if self.thread.is_alive():
-            self.cancel()
-
-    def cancel(self) -> None:
-        """Stops a search still under way (the cycle failed meanwhile) and waits for it. CP-SAT
-        drops a stop that comes before its solve has begun, so the stop is repeated until the
-        worker is done."""
-        while self.thread is not None and self.thread.is_alive():
-            if self.search is not None:
-                self.search.stop()
-            self.thread.join(timeout=0.05)
-
-    def result(self) -> tuple[SolveStats, list[int] | None]:
-        """The solve's statistics and its solution (model values), once the search is over."""
-        if self.thread is not None:
-            self.thread.join()
-        if self.crash is not None:
-            raise self.crash
-        if self.failure is not None:
-            return self.failure, None
-        assert self.outcome is not None
-        status, values, obj, bound, secs, detail = self.outcome
-        search = self.search.search_seconds if self.search is not None else secs
-        stats = SolveStats(self.backend, status, obj, bound, secs, detail, search_seconds=search)
-        return stats, values
-
-
-_SOLVER_ERRORS = (RuntimeError, ValueError, OverflowError, IndexError)  # solver library failures
-
-
-def _error(backend: str, exc: Exception) -> SolveStats:
-    return SolveStats(backend, SolveStatus.NO_SOLUTION, detail=f"solver error: {exc}")
+        return score(model, built, label, st, [], values)
 
 
 def _created(snapshot: ClusterSnapshot, job: str) -> tuple[bool, float]:
     """Oldest first among jobs of one waiting hour (a job without a time last)."""
     created = snapshot.jobs[job].created
     return (created is None, created.timestamp() if created is not None else 0.0)
-
-
-def _assignment(problem: Problem, built: Built, values: list[int]) -> Assignment:
-    """Model values -> per-job sizes (a counted type's counts go to its members) and counts."""
-    v = built.vars
-    sizes = {}
-    for j, jm in enumerate(problem.jobs):
-        if jm.members:
-            counts_of_type = {k: values[y] for k, y in enumerate(v.y[j]) if values[y]}
-            waited = {h: values[v.r[(j, h)]] for h, _ in jm.waiting_buckets if (j, h) in v.r}
-            sizes.update(member_sizes(jm, counts_of_type, waited))
-            continue
-        for k, o in enumerate(jm.options):
-            if values[v.y[j][k]]:
-                sizes[jm.name] = o.size
-    counts = {
-        ("", sid, cid): values[var] for (sid, cid), var in built.vars.x.items() if values[var]
-    }
-    pods_in: dict[str, dict[tuple[str, ...], int]] = {}
-    for (j, _sid, d), var in v.zt.items():
-        if values[var]:
-            per = pods_in.setdefault(problem.jobs[j].name, {})
-            per[d] = per.get(d, 0) + values[var]
-    domains = {
-        name: tuple(sorted(per, key=lambda d, per=per: (-per[d], d)))  # type: ignore[misc]
-        for name, per in pods_in.items()
-    }
-    return Assignment(sizes, counts, domains)

@@ -12,9 +12,11 @@ from solver_sched import cycle as cycle_module
 from solver_sched.config.schema import SchedulerConfig
 from solver_sched.formulation.values import to_values
 from solver_sched.io.kube_snapshot import snapshot_from_objects
+from solver_sched.planning import candidates
 from solver_sched.solvers import cpsat
 from solver_sched.solvers.budget import auto_budget
 from solver_sched.solvers.result import SolveStatus
+from solver_sched.solvers.solving import Solving
 from solver_sched.synthetic import synthetic_objects
 from tests.support.builders import (
     NOW,
@@ -133,7 +135,7 @@ def test_greedy_plan_is_checked_while_the_solver_searches(monkeypatch: pytest.Mo
     snap = snapshot(node("n1", gpus=8), gang("g", 2), gang("h", 4))
     first_check = threading.Event()
     waited: list[bool] = []
-    real_run, real_check = cpsat.Search.run, cycle_module.check
+    real_run, real_check = cpsat.Search.run, candidates.check
 
     def run_after_check(self: cpsat.Search) -> cpsat.Outcome:
         waited.append(first_check.wait(timeout=10))
@@ -144,7 +146,7 @@ def test_greedy_plan_is_checked_while_the_solver_searches(monkeypatch: pytest.Mo
         return real_check(*args, **kwargs)
 
     monkeypatch.setattr(cpsat.Search, "run", run_after_check)
-    monkeypatch.setattr(cycle_module, "check", check)
+    monkeypatch.setattr(candidates, "check", check)
     result = plan(snap, "cpsat")
     assert waited == [True]
     assert result.violations == []
@@ -178,7 +180,7 @@ def test_a_cycle_that_fails_while_the_solver_searches_stops_the_search(
         raise RuntimeError(f"{broken} crashed")
 
     monkeypatch.setattr(cpsat.Search, "run", run)
-    monkeypatch.setattr(cycle_module, broken, crash)
+    monkeypatch.setattr(candidates if broken == "check" else cycle_module, broken, crash)
     cfg = config(time_limit_seconds=60.0, cycle_seconds=60.0)
     with pytest.raises(RuntimeError, match=f"{broken} crashed"):
         cycle_module.run_cycle(snap, cfg, NOW, "cpsat")
@@ -225,7 +227,7 @@ def test_a_solution_the_model_values_below_the_best_candidate_is_not_packed(
     snap = snapshot(node("n1", gpus=8), gang("g", 4))
     packed = _packed(monkeypatch)
     seen: dict[str, Any] = {}
-    real_init, real_result = cycle_module._Solving.__init__, cycle_module._Solving.result
+    real_init, real_result = Solving.__init__, Solving.result
 
     def init(self: Any, backend: str, model: Any, built: Any, *a: Any) -> None:
         seen.update(model=model, built=built)
@@ -235,8 +237,8 @@ def test_a_solution_the_model_values_below_the_best_candidate_is_not_packed(
         stats, _ = real_result(self)
         return stats, to_values(seen["model"], seen["built"], {}, {})
 
-    monkeypatch.setattr(cycle_module._Solving, "__init__", init)
-    monkeypatch.setattr(cycle_module._Solving, "result", nothing_started)
+    monkeypatch.setattr(Solving, "__init__", init)
+    monkeypatch.setattr(Solving, "result", nothing_started)
     result = plan(snap, "cpsat")
     assert (packed, result.chosen, result.violations) == ([], "greedy", [])
     assert workers_after(snap, result.plan) == {"default/g": 4}
@@ -321,7 +323,7 @@ def test_a_search_past_its_deadline_is_stopped() -> None:
     snap = snapshot_from_objects(synthetic_objects(512, 1000, 500, 1, NOW))
     problem = cycle_module.prepare(snap, config().weights, config().settings, NOW)
     built = cycle_module.build(problem)
-    solving = cycle_module._Solving("cpsat", problem, built, None, 60.0, config().settings)
+    solving = Solving("cpsat", problem, built, None, 60.0, config().settings)
     solving.stop_at(0.0)  # long past
     stats, _ = solving.result()
     assert stats.status != SolveStatus.OPTIMAL
@@ -702,13 +704,13 @@ def test_no_repack_unless_the_emitted_plans_check_still_fits_the_budget(
     of a 1 s budget when repacks could run to its end)."""
     snap = _packing_loses_a_gang()
     packed = _packed(monkeypatch)
-    real_check = cycle_module.check
+    real_check = candidates.check
 
     def slow_check(*a: Any, **k: Any) -> Any:
         time.sleep(0.5)
         return real_check(*a, **k)
 
-    monkeypatch.setattr(cycle_module, "check", slow_check)
+    monkeypatch.setattr(candidates, "check", slow_check)
     cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 0.9}})
     result = cycle_module.run_cycle(snap, cfg, NOW, "cpsat")
     assert result.stats.status == SolveStatus.OPTIMAL  # the optimum starts all three

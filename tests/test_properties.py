@@ -29,7 +29,7 @@ from unittest import mock
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-import solver_sched.cycle as cycle_module
+import solver_sched.planning.candidates as candidates_module
 from solver_sched.cycle import CycleResult
 from solver_sched.domain.snapshot import ClusterSnapshot
 from solver_sched.formulation.build import build
@@ -297,7 +297,7 @@ def _recording_checks() -> Iterator[list[list[str]]]:
         seen.append(list(out))
         return out
 
-    with mock.patch.object(cycle_module, "check", recorder):
+    with mock.patch.object(candidates_module, "check", recorder):
         yield seen
 
 

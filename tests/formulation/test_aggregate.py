@@ -110,8 +110,8 @@ def test_the_counted_model_has_the_per_job_optimum(seed: int) -> None:
 def test_the_solution_given_back_to_jobs_is_worth_what_the_solver_found(seed: int) -> None:
     """Counts -> members (the longest waiting first) -> the model's value of that per-job plan:
     the solver's objective, so the packer gets the jobs the model valued."""
-    from solver_sched.cycle import _assignment
     from solver_sched.formulation.values import to_values
+    from solver_sched.solvers.solving import solution_assignment
 
     rng = random.Random(seed)
     snap = snapshot(
@@ -127,7 +127,7 @@ def test_the_solution_given_back_to_jobs_is_worth_what_the_solver_found(seed: in
     built = build(model)
     status, values, _, _, _, _ = Search(built.model, None, 30.0, 1, 0, 1).run()
     assert status == SolveStatus.OPTIMAL and values is not None
-    a = _assignment(model, built, values)
+    a = solution_assignment(model, built, values)
     back = to_values(model, built, a.sizes, {})  # sizes only: the terms compared need no pods
     assert back is not None
     terms = built.model.evaluate(back)

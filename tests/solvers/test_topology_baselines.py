@@ -11,7 +11,7 @@ from functools import partial
 import pytest
 
 from solver_sched.config.schema import SchedulerConfig, Settings
-from solver_sched.cycle import _created, _score, run_cycle
+from solver_sched.cycle import _created, run_cycle
 from solver_sched.domain import resources as res
 from solver_sched.domain.cluster import Pod
 from solver_sched.domain.topology import HOSTNAME, Topology, choose
@@ -19,6 +19,7 @@ from solver_sched.formulation.aggregate import aggregate
 from solver_sched.formulation.build import build
 from solver_sched.formulation.prepare import prepare
 from solver_sched.io.kube_snapshot import snapshot_from_objects
+from solver_sched.planning.candidates import score
 from solver_sched.solvers.lexicographic import TOPOLOGY_TERMS, value_terms
 from solver_sched.solvers.topology_baselines import BASELINES, _ByGpus, _Counts, binpack, replay
 from solver_sched.synthetic.topology import topology_objects
@@ -57,7 +58,7 @@ def test_the_cycle_is_never_below_a_topology_baseline(preset: str, seed: int) ->
     built = build(model)
     assert result.stats.objective is not None
     for name, baseline in BASELINES.items():
-        c = _score(model, built, name, replay(snap, problem, baseline(snap, topology)), [], None)
+        c = score(model, built, name, replay(snap, problem, baseline(snap, topology)), [], None)
         assert c.value is not None
         assert result.stats.objective >= c.value, name
 
@@ -79,7 +80,7 @@ def test_at_equal_value_no_plan_crosses_more_domains_than_a_greedy_one(
     problem = prepare(snap, CFG.weights, CFG.settings, NOW, topology)
     model = aggregate(problem, partial(_created, snap))
     built = build(model)
-    mine = _score(model, built, "emitted", replay(snap, problem, result.plan), [], None)
+    mine = score(model, built, "emitted", replay(snap, problem, result.plan), [], None)
     plans = {name: baseline(snap, topology) for name, baseline in BASELINES.items()}
     plans["greedy"] = run_cycle(snap, cfg, NOW, "greedy").plan
     assert mine.values is not None
@@ -90,7 +91,7 @@ def test_at_equal_value_no_plan_crosses_more_domains_than_a_greedy_one(
         return sum(c * values[v] for v, c in value), sum(terms.get(t, 0) for t in TOPOLOGY_TERMS)
 
     for name, plan in plans.items():
-        c = _score(model, built, name, replay(snap, problem, plan), [], None)
+        c = score(model, built, name, replay(snap, problem, plan), [], None)
         assert c.values is not None
         (v_mine, t_mine), (v_other, t_other) = worth(mine.values), worth(c.values)
         assert v_mine >= v_other, name
