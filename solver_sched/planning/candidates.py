@@ -32,7 +32,8 @@ DENSE = "dense-greedy"  # with a start bonus: gangs of one priority smallest fir
 DENSE_VALUE = "dense-value-greedy"  # dense-greedy's order, value-greedy's victims
 GUIDED_VALUE = "lp-value-greedy"  # lp-greedy's order, value-greedy's victims
 COMPACT = "compact"  # the best candidate's sizes packed again, largest topology gang first
-# ties: the solver's plan (any other label) first, then greedy's passes in this order
+# ties: the solver's plan and the compacted one first, then greedy's passes in this order, then
+# the topology baselines
 TIES = (GREEDY, DENSE, GUIDED, VALUE_AWARE, DENSE_VALUE, GUIDED_VALUE)
 
 
@@ -90,6 +91,8 @@ def score(
 
 
 def verdict(snapshot: ClusterSnapshot, c: Candidate, now: datetime, s: Settings) -> None:
+    """The candidate's plan (the diff against the snapshot, with its reasons) and what the
+    independent checker finds wrong with it: a plan with violations is never emitted."""
     problem = c.state.problem
     note = problem.topology_note
     c.plan = diff(snapshot, c.state, now, [*c.notes, *([note] if note else [])])
