@@ -96,6 +96,19 @@ class ClusterSnapshot:
             usage[q][MAX_JOBS] = len(names)
         return usage
 
+    def bound_usage(self) -> dict[str, dict[str, int]]:
+        """``queue_usage`` of every pod holding a node: the model's usage now and the checker's
+        usage before a plan. Summed once per snapshot (at 10,000 nodes a sum is 0.1-0.2 s, and
+        a cycle read it once per check and once for the model); each caller gets its own copy,
+        in which a missing queue reads as empty."""
+        out: dict[str, dict[str, int]] = defaultdict(dict)
+        out.update((q, dict(u)) for q, u in self._bound_usage.items())
+        return out
+
+    @cached_property
+    def _bound_usage(self) -> dict[str, dict[str, int]]:
+        return self.queue_usage(p for p in self.pods.values() if p.bound)
+
     @cached_property
     def _pods_of_job(self) -> dict[str, tuple[tuple[Pod, ...], tuple[Pod, ...]]]:
         """Per job: (running, waiting). Computed once: the model builder, greedy and the packer

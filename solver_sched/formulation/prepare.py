@@ -51,7 +51,7 @@ def prepare(
     reasons: dict[str, str] = {}
     states = job_states(snapshot, now, reasons)
     queue_of = {name: snapshot.queue_of(st.job) for name, st in states.items()}
-    usage_now = snapshot.queue_usage(p for p in snapshot.pods.values() if p.bound)
+    usage_now = snapshot.bound_usage()
     borrowing, below_min = borrowing_and_below(snapshot, usage_now)
     triggers_of = break_triggers(states, queue_of, borrowing, below_min, settings)
     active = active_jobs(states, triggers_of)

@@ -41,9 +41,7 @@ def check(
     before_size = {n: len(snapshot.running_pods(j)) for n, j in snapshot.jobs.items()}
     after_size = {n: sum(p in after for p in j.pods) for n, j in snapshot.jobs.items()}
     started = [n for n, j in snapshot.jobs.items() if before_size[n] < j.min_pods <= after_size[n]]
-    usage_before = snapshot.queue_usage(
-        pod for pod in snapshot.pods.values() if pod.bound and pod.node_name
-    )
+    usage_before = snapshot.bound_usage()
     usage_after = snapshot.queue_usage(snapshot.pods[p] for p in after)
     starts = _Starts(snapshot, started, usage_before)
     with_binds = {b.job for b in plan.binds}

@@ -1047,3 +1047,7 @@ def test_queue_usage_sums_every_pod_up_the_tree_whether_requests_are_shared_or_n
     assert expected["root"][GPU] == 8 and expected["root"][MAX_JOBS] == 3
     assert s.queue_usage(pods) == expected
     assert s.queue_usage(separate) == expected
+    mine = s.bound_usage()  # summed once per snapshot, a copy for each caller
+    assert mine == expected and mine["no-such-queue"] == {}
+    mine["root"][GPU] = 0
+    assert s.bound_usage() == expected
