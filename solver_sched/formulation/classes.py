@@ -103,7 +103,8 @@ def shape_fit(
     for st in active.values():
         for pod in st.running:
             if pod.node_name:
-                evictable[pod.node_name] = res.add(evictable[pod.node_name], pod.requests)
+                res.add_into(evictable[pod.node_name], pod.requests)
+    room_of = {n: res.add(free[n], vec) for n, vec in evictable.items()}  # once, not per shape
     shapes = []
     for sid, (req, pod) in enumerate(shape_reqs):
         fit: dict[int, int] = {}
@@ -113,8 +114,7 @@ def shape_fit(
                 continue
             total_fit = 0
             for n in c.nodes:
-                room = res.add(free[n], evictable[n]) if n in evictable else free[n]
-                total_fit += res.how_many_fit(req, room)
+                total_fit += res.how_many_fit(req, room_of[n] if n in room_of else free[n])
             if total_fit > 0:
                 fit[c.id] = total_fit
         shapes.append(Shape(sid, req, pod.constraints, fit))
