@@ -8,7 +8,7 @@ usage (``quota_rows``), which keeps the model small on large, mostly settled clu
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from solver_sched.config.schema import ObjectiveWeights
@@ -20,7 +20,8 @@ from solver_sched.formulation.problem import JobModel
 
 @dataclass(frozen=True, slots=True)
 class JobState:
-    """A job's pods and reachable sizes this cycle, before it becomes a ``JobModel``."""
+    """A job's pods and reachable sizes this cycle, before it becomes a ``JobModel``. What
+    follows from them is set once (read tens of times per job while the problem is prepared)."""
 
     job: Job
     running: tuple[Pod, ...]
@@ -28,18 +29,16 @@ class JobState:
     sizes: tuple[int, ...]  # allowed sizes reachable this cycle (cooldown applied)
     locked: bool
     allowed: tuple[int, ...]  # the job's allowed sizes, cooldown aside
+    current: int = field(init=False)  # pods running
+    running_ok: bool = field(init=False)  # at a size it may keep
+    starting: bool = field(init=False)  # not at such a size, and short of its minimum
 
-    @property
-    def current(self) -> int:
-        return len(self.running)
-
-    @property
-    def running_ok(self) -> bool:
-        return self.current in self.allowed
-
-    @property
-    def starting(self) -> bool:
-        return not self.running_ok and self.current < self.job.min_pods
+    def __post_init__(self) -> None:
+        current = len(self.running)
+        running_ok = current in self.allowed
+        object.__setattr__(self, "current", current)
+        object.__setattr__(self, "running_ok", running_ok)
+        object.__setattr__(self, "starting", not running_ok and current < self.job.min_pods)
 
 
 def job_states(
