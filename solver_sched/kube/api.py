@@ -98,20 +98,20 @@ class Health:
         self._answered_sent = -math.inf  # when the latest answered request was sent
         self._lock = threading.Lock()
 
-    def failed(self, answered: bool = False, sent: float | None = None) -> None:
+    def failed(self) -> None:
+        """A request got no answer (refused, reset, timed out)."""
         with self._lock:
-            self.last_failure = time.monotonic()
-            if not answered:
-                self.unreachable_at = self.last_failure
-            elif sent is not None:
-                self._answered_sent = max(self._answered_sent, sent)
+            self.last_failure = self.unreachable_at = time.monotonic()
 
-    def answered(self, sent: float | None = None) -> None:
+    def answered(self, sent: float, error: bool = False) -> None:
+        """A request sent at ``sent`` was answered; ``error``: with a 5xx, a failure for the
+        gang-timeout clock all the same."""
         with self._lock:
-            if self.last_failure is not None and self.last_failure >= self.healthy_since:
+            self._answered_sent = max(self._answered_sent, sent)
+            if error:
+                self.last_failure = time.monotonic()
+            elif self.last_failure is not None and self.last_failure >= self.healthy_since:
                 self.healthy_since = time.monotonic()
-            if sent is not None:
-                self._answered_sent = max(self._answered_sent, sent)
 
     def serving(self) -> bool:
         """Whether the server has answered a request sent after it last could not be reached. A
@@ -180,18 +180,12 @@ class KubeApi:
         try:
             resp = self.api_client.call_api(*request, _request_timeout=timeout)
         except client.ApiException as exc:
-            if (exc.status or 0) >= 500:
-                self.health.failed(answered=True, sent=sent)
-            else:
-                self.health.answered(sent)
+            self.health.answered(sent, error=(exc.status or 0) >= 500)
             raise ApiError(exc.status or 0, str(exc.reason), _json(exc.body)) from None
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             self.health.failed()
             raise TransportError(_short(exc)) from None
-        if resp.status >= 500:
-            self.health.failed(answered=True, sent=sent)
-        else:
-            self.health.answered(sent)
+        self.health.answered(sent, error=resp.status >= 500)
         return resp
 
     def request(

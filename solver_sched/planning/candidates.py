@@ -32,9 +32,10 @@ DENSE = "dense-greedy"  # with a start bonus: gangs of one priority smallest fir
 DENSE_VALUE = "dense-value-greedy"  # dense-greedy's order, value-greedy's victims
 GUIDED_VALUE = "lp-value-greedy"  # lp-greedy's order, value-greedy's victims
 COMPACT = "compact"  # the best candidate's sizes packed again, largest topology gang first
-# ties: the solver's plan and the compacted one first, then greedy's passes in this order, then
-# the topology baselines
+# ties: the solver's plan and the compacted one first (rank 6), then greedy's passes in this
+# order, then the topology baselines (-1)
 TIES = (GREEDY, DENSE, GUIDED, VALUE_AWARE, DENSE_VALUE, GUIDED_VALUE)
+_TIE_RANK = {label: len(TIES) - 1 - k for k, label in enumerate(TIES)}
 
 
 def may_rank_first(built: Built, values: list[int], best: list[int] | None, c: Candidate) -> bool:
@@ -63,10 +64,7 @@ class Candidate:
     def rank(self) -> tuple[bool, int, int]:
         """A candidate that does not map onto the model ranks last but stays eligible; ties go
         to the solver, then to greedy in queue order."""
-        if self.label in TIES:
-            tie = len(TIES) - 1 - TIES.index(self.label)
-        else:
-            tie = -1 if self.label in BASELINES else len(TIES)
+        tie = _TIE_RANK.get(self.label, -1 if self.label in BASELINES else len(TIES))
         return (self.value is not None, self.value or 0, tie)
 
 
