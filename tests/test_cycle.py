@@ -4,17 +4,24 @@ cluster (regressions found in review)."""
 import gc
 import threading
 import time
-from typing import Any
+from functools import partial
+from typing import Any, ClassVar
 
 import pytest
 
 from solver_sched import cycle as cycle_module
 from solver_sched.config.schema import SchedulerConfig
+from solver_sched.formulation.aggregate import aggregate
+from solver_sched.formulation.build import build
+from solver_sched.formulation.prepare import prepare
 from solver_sched.formulation.values import to_values
 from solver_sched.io.kube_snapshot import snapshot_from_objects
 from solver_sched.planning import candidates
+from solver_sched.planning.beside import Beside
+from solver_sched.planning.pack import minimize_evictions
 from solver_sched.solvers import cpsat
 from solver_sched.solvers.budget import auto_budget
+from solver_sched.solvers.greedy import assignment_of
 from solver_sched.solvers.result import SolveStatus
 from solver_sched.solvers.solving import Solving
 from solver_sched.synthetic import synthetic_objects
@@ -30,6 +37,7 @@ from tests.support.builders import (
     tried_variants,
     workers_after,
 )
+from tests.support.processes import gone
 
 BACKENDS = ["cpsat", "milp", "greedy"]
 
@@ -720,3 +728,116 @@ def test_no_repack_unless_the_emitted_plans_check_still_fits_the_budget(
         "default/big-a",
         "default/urgent",
     ]
+
+
+class _Waiting(Beside):
+    """The child beside, read to its end: where the cycle would read what has arrived, a test
+    waits for everything (the child's passes end well within the test's minutes)."""
+
+    pids: ClassVar[list[int]] = []
+    events: ClassVar[list[str]] = []
+
+    def __init__(self, work: Any) -> None:
+        super().__init__(work)
+        assert self.pid is not None
+        _Waiting.pids.append(self.pid)
+
+    def arrived(self, wait: float = 0.0) -> list[Any]:
+        out = []
+        while more := super().arrived(wait=60.0):
+            out += more
+        return out
+
+    def stop(self) -> None:
+        _Waiting.events.append("stop")
+        super().stop()
+
+
+def _beside_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every model counts as large, no search runs, the cycle waits for the child beside, and
+    the parent makes none of greedy's other passes itself (as when it has no time left)."""
+    _Waiting.pids, _Waiting.events = [], []
+    monkeypatch.setattr(cycle_module, "SMALL_MODEL", 0)
+    monkeypatch.setattr(cycle_module, "SEARCH_NEEDS", 1e9)
+    monkeypatch.setattr(cycle_module, "Beside", _Waiting)
+    monkeypatch.setattr(cycle_module, "_variant", lambda *a, **k: None)
+
+
+def test_greedys_pass_made_beside_in_a_child_is_a_candidate(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Value-greedy's pass, run in the forked child beside greedy's first pass, comes back as a
+    candidate: here its plan is worth more than greedy's (the parent made no other), so it is
+    emitted, checked, at the value the same pass has in this process. Without the child the
+    cycle emits greedy's plan. The child is reaped at the end of the cycle."""
+    snap = snapshot_from_objects(synthetic_objects(16, 40, 20, 5, NOW))
+    cfg = SchedulerConfig()
+    problem = prepare(snap, cfg.weights, cfg.settings, NOW)
+    model = aggregate(problem, partial(cycle_module._created, snap))
+    built = build(model)
+    st = cycle_module._pass(snap, problem, cycle_module.VALUE_AWARE, None)
+    assert st is not None
+    minimize_evictions(st)
+    a = assignment_of(st)
+    values = to_values(model, built, a.sizes, a.counts)
+    assert values is not None
+    _beside_only(monkeypatch)
+    result = cycle_module.run_cycle(
+        snapshot_from_objects(synthetic_objects(16, 40, 20, 5, NOW)), cfg, NOW, "cpsat"
+    )
+    assert result.chosen == cycle_module.VALUE_AWARE and result.violations == []
+    assert result.stats.objective == built.model.objective_value(values)
+    assert len(_Waiting.pids) == 1 and gone(_Waiting.pids[0])
+    monkeypatch.setattr(cycle_module, "BESIDE", False)
+    without = cycle_module.run_cycle(
+        snapshot_from_objects(synthetic_objects(16, 40, 20, 5, NOW)), cfg, NOW, "cpsat"
+    )
+    assert without.chosen == cycle_module.GREEDY
+    assert without.stats.objective is not None and result.stats.objective > without.stats.objective
+
+
+def test_the_child_beside_is_stopped_when_a_search_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A search takes the second core: the child is killed before it starts (and is reaped)."""
+    _beside_only(monkeypatch)
+    monkeypatch.setattr(cycle_module, "SEARCH_NEEDS", 0.0)
+    real_init = cpsat.Search.__init__
+
+    def init(self: cpsat.Search, *a: Any) -> None:
+        _Waiting.events.append("search")
+        real_init(self, *a)
+
+    monkeypatch.setattr(cpsat.Search, "__init__", init)
+    snap = snapshot_from_objects(synthetic_objects(16, 40, 20, 1, NOW))
+    cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 2.0}})
+    assert cycle_module.run_cycle(snap, cfg, NOW, "cpsat").violations == []
+    assert _Waiting.events[:2] == ["stop", "search"]
+    assert gone(_Waiting.pids[0])
+
+
+def test_a_cycle_that_fails_leaves_no_child_beside(monkeypatch: pytest.MonkeyPatch) -> None:
+    _beside_only(monkeypatch)
+
+    def failing(*a: Any) -> None:
+        raise RuntimeError("checker crashed")
+
+    monkeypatch.setattr(candidates, "check", failing)
+    snap = snapshot_from_objects(synthetic_objects(16, 40, 20, 1, NOW))
+    with pytest.raises(RuntimeError, match="checker crashed"):
+        cycle_module.run_cycle(snap, SchedulerConfig(), NOW, "cpsat")
+    assert len(_Waiting.pids) == 1 and gone(_Waiting.pids[0])
+
+
+def test_no_child_beside_past_its_cluster_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past BESIDE_NODES schedulable nodes the child's copy-on-write costs the parent's passes
+    more than its pass brings (docs/benchmarks.md section 1): greedy's passes stay in the cycle."""
+    _beside_only(monkeypatch)
+    tried = tried_variants(monkeypatch)
+    snap = snapshot_from_objects(synthetic_objects(16, 40, 20, 5, NOW))
+    monkeypatch.setattr(cycle_module, "BESIDE_NODES", 15)
+    cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 60}})
+    assert cycle_module.run_cycle(snap, cfg, NOW, "cpsat").violations == []
+    assert _Waiting.pids == [] and cycle_module.VALUE_AWARE in tried
+    monkeypatch.setattr(cycle_module, "BESIDE_NODES", 16)
+    tried.clear()
+    assert cycle_module.run_cycle(snap, cfg, NOW, "cpsat").violations == []
+    assert len(_Waiting.pids) == 1 and cycle_module.VALUE_AWARE not in tried

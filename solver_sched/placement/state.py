@@ -333,3 +333,26 @@ class PlanState:
                 self.unsettled.add(j)
 
         self._journal.append(undo)
+
+
+def restore(
+    snapshot: ClusterSnapshot, problem: Problem, size: dict[str, int], placed: dict[str, str]
+) -> PlanState:
+    """The plan state a pass reached elsewhere (another process), from its sizes and its pending
+    pods' nodes: a size fixes which running pods stay (``change_to``), so the two are the whole
+    state. Shrinks first (they free the room growths take), each pod on its recorded node. The
+    pass kept the queue rows; the plan is checked like any other."""
+    st = PlanState(snapshot, problem)
+
+    def chooser(pod: Pod, cluster: str) -> str | None:
+        node = placed.get(pod.name)
+        if node is None or snapshot.nodes[node].cluster != cluster:
+            return None
+        return node if res.fits(pod.requests, st.nodes.free[node]) else None
+
+    jobs = problem.jobs
+    moves = [(j, size[jm.name]) for j, jm in enumerate(jobs) if size[jm.name] != jm.current]
+    for j, to in sorted(moves, key=lambda m: m[1] > jobs[m[0]].current):
+        if not st.resize(j, to, chooser=chooser, check_quota=False):
+            raise ValueError(f"job {jobs[j].name}: size {to} does not fit where it was placed")
+    return st

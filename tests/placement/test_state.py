@@ -1,8 +1,16 @@
 """PlanState: floors leave out the usage of jobs whose size must change anyway; which running pods
-a scale-in takes."""
+a scale-in takes; a state restored from what a pass sent back."""
 
+import pytest
+
+from solver_sched.domain.topology import choose
 from solver_sched.formulation.prepare import prepare
-from solver_sched.placement.state import PlanState
+from solver_sched.io.kube_snapshot import snapshot_from_objects
+from solver_sched.placement.state import PlanState, restore
+from solver_sched.planning.pack import minimize_evictions
+from solver_sched.solvers.greedy import greedy_plan, queue_order, start_order
+from solver_sched.synthetic import SIZES, preset_objects
+from solver_sched.synthetic.topology import TOPOLOGY_PRESETS, topology_objects
 from tests.support.builders import NOW, config, gang, node, quota_tree, snapshot
 
 
@@ -79,3 +87,44 @@ def test_keep_order_stays_when_every_waiting_pod_fits_a_node() -> None:
     assert st.problem.running_order == {}
     assert st.resize(st.index["default/e"], 2, check_quota=False)
     assert st.evicted == {"default/e-worker-2", "default/e-worker-3"}
+
+
+@pytest.mark.parametrize(
+    ("preset", "seed"), [("hard", 1), ("full", 2), ("fragmented", 3), ("rack8", 1)]
+)
+def test_a_state_restored_from_sizes_and_placements_is_the_pass_it_came_from(
+    preset: str, seed: int
+) -> None:
+    """What a pass run in another process sends back (sizes, pending pods' nodes) restores its
+    whole state: the same sizes, binds and evictions, on presets with preemption and with
+    required and preferred topology."""
+    cfg = config()
+    if preset in TOPOLOGY_PRESETS:
+        snap = snapshot_from_objects(topology_objects(preset, seed, NOW))
+    else:
+        snap = snapshot_from_objects(preset_objects(preset, seed, NOW, SIZES["S"]))
+    topology = choose((), None, snap.topologies)[0]
+    problem = prepare(snap, cfg.weights, cfg.settings, NOW, topology)
+    order = queue_order(problem)
+    evictions = binds = 0
+    for dense, value_aware in [(False, False), (True, False), (False, True), (True, True)]:
+        starts = start_order(problem, order, None, dense=True) if dense else None
+        st = greedy_plan(snap, problem, starts, value_aware, order=order)
+        minimize_evictions(st)
+        back = restore(snap, problem, dict(st.size), dict(st.placed))
+        assert (back.size, back.placed, back.evicted) == (st.size, st.placed, st.evicted)
+        evictions, binds = evictions + len(st.evicted), binds + len(st.placed)
+    assert binds > 0
+    if preset == "hard":
+        assert evictions > 0
+
+
+def test_a_restored_pod_goes_only_where_it_was_placed() -> None:
+    snap = snapshot(node("a", gpus=8), node("b", gpus=2), gang("g", 2, gpus=4))
+    cfg = config()
+    problem = prepare(snap, cfg.weights, cfg.settings, NOW)
+    pods = sorted(snap.jobs["default/g"].pods)
+    st = restore(snap, problem, {"default/g": 2}, dict.fromkeys(pods, "a"))
+    assert st.placed == dict.fromkeys(pods, "a")
+    with pytest.raises(ValueError, match="default/g"):
+        restore(snap, problem, {"default/g": 2}, {pods[0]: "a", pods[1]: "b"})
