@@ -36,17 +36,16 @@ import statistics
 import time
 from dataclasses import asdict
 from datetime import UTC, datetime
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 from benchmarks.scale import REPORT_SEEDS
 from solver_sched.config.schema import SchedulerConfig, Settings
-from solver_sched.cycle import _created, run_cycle
+from solver_sched.cycle import run_cycle
 from solver_sched.domain.plan import Plan
 from solver_sched.domain.snapshot import ClusterSnapshot
 from solver_sched.domain.topology import choose
-from solver_sched.formulation.aggregate import aggregate
+from solver_sched.formulation.aggregate import aggregate, oldest_first
 from solver_sched.formulation.build import build
 from solver_sched.formulation.prepare import prepare
 from solver_sched.io.kube_snapshot import snapshot_from_objects
@@ -101,7 +100,7 @@ def fewest_crossings(snap: ClusterSnapshot, cfg: SchedulerConfig, plan: Plan) ->
     topology terms (proven by CP-SAT within 60 s, else None)."""
     topology, _ = choose(cfg.topology.levels, cfg.topology.kueue_topology, snap.topologies)
     problem = prepare(snap, cfg.weights, cfg.settings, NOW, topology)
-    model = aggregate(problem, partial(_created, snap))
+    model = aggregate(problem, oldest_first(snap))
     built = build(model)
     values = score(model, built, "plan", replay(snap, problem, plan), [], None).values
     if values is None:

@@ -18,7 +18,7 @@ from solver_sched.config.schema import SchedulerConfig
 from solver_sched.domain.plan import Plan
 from solver_sched.domain.snapshot import ClusterSnapshot
 from solver_sched.domain.topology import choose
-from solver_sched.formulation.aggregate import aggregate
+from solver_sched.formulation.aggregate import aggregate, oldest_first
 from solver_sched.formulation.build import Built, build
 from solver_sched.formulation.prepare import prepare
 from solver_sched.formulation.problem import Problem
@@ -194,7 +194,7 @@ def _cycle(
         problem = prepare(snapshot, config.weights, s, now, topology)
         if topology_note:
             problem = replace(problem, topology_note=topology_note)
-        model = aggregate(problem, partial(_created, snapshot))  # what the solver sees
+        model = aggregate(problem, oldest_first(snapshot))  # what the solver sees
         build_start = time.perf_counter()
         built = build(model)  # its rows are written when first read (a search, the LP)
         building = time.perf_counter() - build_start
@@ -568,9 +568,3 @@ def _arrivals(
         out.append(score(model, built, label, st, notes, values))
         best = value
     return out
-
-
-def _created(snapshot: ClusterSnapshot, job: str) -> tuple[bool, float]:
-    """Oldest first among jobs of one waiting hour (a job without a time last)."""
-    created = snapshot.jobs[job].created
-    return (created is None, created.timestamp() if created is not None else 0.0)

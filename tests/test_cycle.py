@@ -4,14 +4,13 @@ cluster (regressions found in review)."""
 import gc
 import threading
 import time
-from functools import partial
 from typing import Any, ClassVar
 
 import pytest
 
 from solver_sched import cycle as cycle_module
 from solver_sched.config.schema import SchedulerConfig
-from solver_sched.formulation.aggregate import aggregate
+from solver_sched.formulation.aggregate import aggregate, oldest_first
 from solver_sched.formulation.build import build
 from solver_sched.formulation.prepare import prepare
 from solver_sched.formulation.values import to_values
@@ -773,7 +772,7 @@ def test_greedys_pass_made_beside_in_a_child_is_a_candidate(
     snap = snapshot_from_objects(synthetic_objects(16, 40, 20, 5, NOW))
     cfg = SchedulerConfig()
     problem = prepare(snap, cfg.weights, cfg.settings, NOW)
-    model = aggregate(problem, partial(cycle_module._created, snap))
+    model = aggregate(problem, oldest_first(snap))
     built = build(model)
     st = cycle_module._pass(snap, problem, cycle_module.VALUE_AWARE, None)
     assert st is not None

@@ -21,7 +21,19 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from solver_sched.domain.snapshot import ClusterSnapshot
 from solver_sched.formulation.problem import JobModel, Problem
+
+
+def oldest_first(snapshot: ClusterSnapshot) -> Callable[[str], tuple[bool, float]]:
+    """``aggregate``'s ``age``: oldest first among jobs of one waiting hour, a job without a
+    creation time last."""
+
+    def age(job: str) -> tuple[bool, float]:
+        created = snapshot.jobs[job].created
+        return (created is None, created.timestamp() if created is not None else 0.0)
+
+    return age
 
 
 def _key(jm: JobModel, clusters: int) -> tuple[Any, ...] | None:

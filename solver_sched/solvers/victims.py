@@ -331,19 +331,29 @@ class _Start:
             and res.fits(largest.requests, res.add(free[n], vec))
         ]
 
+    def useful(
+        self, groups: dict[tuple[int, ...], list[int]], rows: set[int] | None = None
+    ) -> list[list[int]]:
+        """The victim groups (by queue rows) whose rows give room, and meet ``rows`` if given."""
+        return [
+            group
+            for key, group in groups.items()
+            if (rows is None or not rows.isdisjoint(key)) and self.useful_rows(key)
+        ]
+
+    def breakable(self) -> dict[tuple[int, ...], list[int]]:
+        """The gangs a fired trigger lets this start break, grouped by queue rows."""
+        return self.victims._breakable(frozenset(self.fired))
+
     def shrinks(self) -> Iterator[int]:
         """Shrinkable jobs whose rows give room, lowest priority first."""
-        victims = self.victims
-        groups = [group for key, group in victims.groups.items() if self.useful_rows(key)]
-        return heapq.merge(*groups, key=victims.position.__getitem__)
+        return heapq.merge(*self.useful(self.victims.groups), key=self.victims.position.__getitem__)
 
     def breaks(self) -> Iterator[tuple[int, int]]:
         """Gangs a fired trigger lets the start break, whose rows give room, lowest priority
         first: (gang, 0)."""
         victims, j, size_now = self.victims, self.j, self.st.size
-        breakable = victims._breakable(frozenset(self.fired))
-        groups = [group for key, group in breakable.items() if self.useful_rows(key)]
-        for v in heapq.merge(*groups, key=victims._rank.__getitem__):
+        for v in heapq.merge(*self.useful(self.breakable()), key=victims._rank.__getitem__):
             if v != j and size_now[victims.names[v]] > 0:
                 yield v, 0
 
@@ -423,18 +433,12 @@ class _Start:
         pass)."""
         victims, j, size_now, names = self.victims, self.j, self.st.size, self.victims.names
         seen: set[int] = set()
-        for key, group in victims._breakable(frozenset(self.fired)).items():
-            if not rows.isdisjoint(key) and self.useful_rows(key):
+        for groups, smallest in ((self.breakable(), None), (victims.groups, victims.smaller)):
+            for group in self.useful(groups, rows):
                 for v in group:
                     if v != j and size_now[names[v]] > 0 and v not in seen:
                         seen.add(v)
-                        yield v, 0
-        for key, group in victims.groups.items():
-            if not rows.isdisjoint(key) and self.useful_rows(key):
-                for v in group:
-                    if v != j and size_now[names[v]] > 0 and v not in seen:
-                        seen.add(v)
-                        yield v, victims.smaller[v][-1]
+                        yield v, 0 if smallest is None else smallest[v][-1]
 
     def level(self, r: int) -> dict[str, int]:
         """Row r's settled usage plus the start's, per resource of its floor: what the floor

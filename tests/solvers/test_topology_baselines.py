@@ -6,16 +6,15 @@ The baselines' indexes, kept current gang after gang, choose what a scan from sc
 from __future__ import annotations
 
 import random
-from functools import partial
 
 import pytest
 
 from solver_sched.config.schema import SchedulerConfig, Settings
-from solver_sched.cycle import _created, run_cycle
+from solver_sched.cycle import run_cycle
 from solver_sched.domain import resources as res
 from solver_sched.domain.cluster import Pod
 from solver_sched.domain.topology import HOSTNAME, Topology, choose
-from solver_sched.formulation.aggregate import aggregate
+from solver_sched.formulation.aggregate import aggregate, oldest_first
 from solver_sched.formulation.build import build
 from solver_sched.formulation.prepare import prepare
 from solver_sched.io.kube_snapshot import snapshot_from_objects
@@ -54,7 +53,7 @@ def test_the_cycle_is_never_below_a_topology_baseline(preset: str, seed: int) ->
     assert not result.violations
     topology, _ = choose((), None, snap.topologies)
     problem = prepare(snap, CFG.weights, CFG.settings, NOW, topology)
-    model = aggregate(problem, partial(_created, snap))
+    model = aggregate(problem, oldest_first(snap))
     built = build(model)
     assert result.stats.objective is not None
     for name, baseline in BASELINES.items():
@@ -78,7 +77,7 @@ def test_at_equal_value_no_plan_crosses_more_domains_than_a_greedy_one(
     result = run_cycle(snap, cfg, NOW)
     topology, _ = choose((), None, snap.topologies)
     problem = prepare(snap, CFG.weights, CFG.settings, NOW, topology)
-    model = aggregate(problem, partial(_created, snap))
+    model = aggregate(problem, oldest_first(snap))
     built = build(model)
     mine = score(model, built, "emitted", replay(snap, problem, result.plan), [], None)
     plans = {name: baseline(snap, topology) for name, baseline in BASELINES.items()}
