@@ -11,13 +11,16 @@ from typing import Any
 
 import pytest
 
+from solver_sched import cycle as cycle_module
 from solver_sched.io import manifests as m
 from solver_sched.kube.api import ApiError, KubeApi
 from solver_sched.kube.controller import Controller
 from solver_sched.kube.informer import Informer
 from solver_sched.kube.resources import CONFIG_MAPS
 from solver_sched.kube.store import ObjectStore
+from solver_sched.planning.beside import Beside
 from tests.integration.kube import Kube, priority_classes, wait_for
+from tests.support.processes import gone
 
 pytestmark = pytest.mark.integration
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "default"}}
@@ -267,3 +270,33 @@ def test_invalid_podgroup_gets_an_event_and_the_rest_is_scheduled(
     )
     assert "max-member" in events[0]["message"] and events[0]["type"] == "Warning"
     assert kube.bound("default", "bad-") == 0
+
+
+def test_greedys_passes_beside_in_a_forked_child_under_the_controllers_threads(
+    kube: Kube, start_controller: Callable[..., Controller], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cycle forks its child beside greedy's passes while the controller's informers,
+    leader election and HTTP server run on other threads (every model counts as large here, and
+    no search takes the second core): the preemption still happens, and every child the cycles
+    forked is gone after its cycle."""
+    pids: list[int] = []
+
+    class Counted(Beside):
+        def __init__(self, work: Any) -> None:
+            super().__init__(work)
+            assert self.pid is not None
+            pids.append(self.pid)
+
+    monkeypatch.setattr(cycle_module, "SMALL_MODEL", 0)
+    monkeypatch.setattr(cycle_module, "SEARCH_NEEDS", 1e9)
+    monkeypatch.setattr(cycle_module, "Beside", Counted)
+    kube.create(m.node("n1", gpus=4))
+    _running_gang(kube, "low", 4, "n1")
+    controller = start_controller()
+    wait_for("cycles", lambda: controller.cycles >= 2)
+    kube.create_all(m.gang("high", 4, priority_class="high"))
+    wait_for("high bound", lambda: kube.bound("default", "high-") == 4)
+    assert kube.bound("default", "low-") == 0
+    cycles = controller.cycles
+    wait_for("another cycle", lambda: controller.cycles > cycles)
+    assert pids and all(gone(pid) for pid in pids[:-1])
