@@ -9,7 +9,7 @@ from __future__ import annotations
 import gc
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
@@ -159,7 +159,8 @@ def run_cycle(
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _cycle(snapshot, config, now, backend, time_limit, bounded)
+        with ExitStack() as ends:  # what the cycle starts beside it (a child) ends with it
+            return _cycle(snapshot, config, now, backend, time_limit, bounded, ends)
     finally:
         if was_enabled:
             gc.enable()
@@ -172,6 +173,7 @@ def _cycle(
     backend: str | None,
     time_limit: float | None,
     bounded: bool,
+    ends: ExitStack,
 ) -> CycleResult:
     start = time.perf_counter()
     s = config.settings
@@ -200,7 +202,7 @@ def _cycle(
         building = time.perf_counter() - build_start
     # greedy's later passes in a forked child, beside greedy's first pass and the parent's own
     # (planning/beside.py): where no search takes the second core, it would idle (M on a slow
-    # machine, L, XL). Killed once a search starts; what it sent is read before the ranking.
+    # machine). Killed once a search starts; what it sent is read before the ranking.
     beside = None
     if (
         BESIDE
@@ -223,7 +225,7 @@ def _cycle(
                 child_end,
                 time.perf_counter() - start,
             )
-            beside = Beside(work)
+            beside = ends.enter_context(Beside(work))
     received: dict[str, _Sent | None] = {}
 
     def receive() -> None:
@@ -231,180 +233,167 @@ def _cycle(
             with timer("beside"):
                 received.update(beside.arrived())
 
-    try:
-        with timer("greedy"):
-            greedy_state = greedy_plan(snapshot, problem)  # concrete already: it needs no packing
-            greedy = assignment_of(greedy_state)
-            hint = to_values(model, built, greedy.sizes, greedy.counts)
-        others: list[Candidate | None] = []
-        with timer("plan"):
-            others.append(score(model, built, GREEDY, greedy_state, [], hint))
-        one_pass = timer.phases["greedy"]
+    with timer("greedy"):
+        greedy_state = greedy_plan(snapshot, problem)  # concrete already: it needs no packing
+        greedy = assignment_of(greedy_state)
+        hint = to_values(model, built, greedy.sizes, greedy.counts)
+    others: list[Candidate | None] = []
+    with timer("plan"):
+        others.append(score(model, built, GREEDY, greedy_state, [], hint))
+    one_pass = timer.phases["greedy"]
 
-        variants = VARIANTS if len(built.model.names) > SMALL_MODEL else VARIANTS_SMALL
+    variants = VARIANTS if len(built.model.names) > SMALL_MODEL else VARIANTS_SMALL
 
-        def window(at: float, bound: float) -> float:
-            """The search's window if it were translated at ``at`` in a budget of ``bound``, as
-            search_deadline will set it: the check of greedy's plan, still to come, as the build."""
-            return search_deadline(start, bound, timer.phases["plan"] + building) - at
+    def window(at: float, bound: float) -> float:
+        """The search's window if it were translated at ``at`` in a budget of ``bound``, as
+        search_deadline will set it: the check of greedy's plan, still to come, as the build."""
+        return search_deadline(start, bound, timer.phases["plan"] + building) - at
 
-        def latest(
-            share: float = variants, past_share: bool = True, rows: float = 1.0
-        ) -> float | None:
-            """When another greedy pass (about as long as the first) must end: in this share of the
-            budget; without a budget, never. A pass after which no search could run anyway (its
-            window shorter than SEARCH_NEEDS builds) may use the budget up to the check's estimate
-            (the build, times ``rows`` where it does not count the rows yet), unless ``past_share``
-            is False (the LP relaxation, whose own window is its share)."""
-            if budget is None:
-                return None
-            end = time.perf_counter() + one_pass
-            if (
-                past_share
-                and search_budget is not None
-                and backend != "greedy"
-                and window(end, search_budget) < SEARCH_NEEDS * building
-            ):
-                return start + MARGIN * budget - rows * building
-            return start + share * budget
-
-        def search(hinted: list[int] | None) -> Solving:
-            """The search, translated and started on its worker thread. An explicit one runs for its
-            own limit; a budgeted one at most for what the budget leaves (it is stopped at its
-            deadline), and not at all with too little of the budget left or a window too short for
-            it to return more than the candidates (its stats then say why)."""
-            with timer("solve"):
-                if search_budget is None:
-                    return Solving(backend, model, built, hinted, limit, s, None)
-                at = time.perf_counter()
-                left = start + search_budget - at
-                skip = None
-                if left < NO_SEARCH_BELOW * search_budget:
-                    skip = (
-                        f"no search: {max(0.0, left):.2f}s of the {search_budget:.2f}s budget left"
-                    )
-                elif (open_for := window(at, search_budget)) < SEARCH_NEEDS * building:
-                    needed = SEARCH_NEEDS * building
-                    skip = f"no search: a window of {max(0.0, open_for):.2f}s, {needed:.2f}s needed"
-                if skip is None and beside is not None:  # the search takes the second core
-                    receive()
-                    beside.stop()
-                return Solving(backend, model, built, hinted, min(limit, max(0.01, left)), s, skip)
-
-        def fits(end: float | None) -> bool:
-            """Another pass (about as long as the first) ends by ``end`` (None: no budget)."""
-            return end is None or time.perf_counter() + one_pass <= end
-
-        def room_for_another(share: float = variants, past_share: bool = True) -> bool:
-            return fits(latest(share, past_share))
-
-        def cutoff(end: float | None) -> float | None:
-            """When a pass that must end by ``end`` stops its victim search (greedy_plan's
-            deadline): a pass may cost twice the first (value-greedy at L), and what follows the
-            search still takes TAIL of a pass."""
-            return None if end is None else end - TAIL * one_pass
-
-        def another(label: str, end: float | None, shares: dict[str, float] | None = None) -> None:
-            """Greedy's pass ``label`` as another candidate, its victim search cut for ``end``;
-            none where the child beside has sent it."""
-            receive()
-            if label in received:
-                return
-            others.append(
-                _variant(snapshot, problem, model, built, timer, label, cutoff(end), shares)
-            )
-
-        end = latest(past_share=False)
-        if end is not None and backend != "greedy":  # never earlier than the greedy backend's
-            end = max(end, latest(rows=WITH_ROWS) or end)  # no rows follow a window that short
-        dense = bool(problem.gang_start) and problem.too_large is None  # wanted, until it ran
-        if dense and fits(end):
-            # the start bonus values small gangs more per GPU: greedy in that order too, for the
-            # greedy backend as well, so greedy and the model optimise the same objective. It is
-            # the greedy backend's second plan, so it comes first, with that backend's deadline at
-            # the least: later where no search could follow anyway, as value-greedy's, since a
-            # slower Python phase than in that backend's cycle must not skip it (M full 1019 came
-            # out x0.9995 of the greedy-only cycle: the dense pass not run, value-greedy's plan).
-            another(SECOND, end)
-            dense = False
-        # The model's rows, written now where a search may still follow: the rules below then weigh
-        # the whole build, measured. Where none can (its window, shrinking from now on, is short of
-        # SEARCH_NEEDS whole builds as estimated: XL), they are never written. After the dense
-        # pass, which the greedy backend, writing none, runs at this point too.
-        solving = None
-        if backend != "greedy" and (
-            search_budget is None
-            or window(time.perf_counter(), search_budget) >= SEARCH_NEEDS * WITH_ROWS * building
+    def latest(share: float = variants, past_share: bool = True, rows: float = 1.0) -> float | None:
+        """When another greedy pass (about as long as the first) must end: in this share of the
+        budget; without a budget, never. A pass after which no search could run anyway (its
+        window shorter than SEARCH_NEEDS builds) may use the budget up to the check's estimate
+        (the build, times ``rows`` where it does not count the rows yet), unless ``past_share``
+        is False (the LP relaxation, whose own window is its share)."""
+        if budget is None:
+            return None
+        end = time.perf_counter() + one_pass
+        if (
+            past_share
+            and search_budget is not None
+            and backend != "greedy"
+            and window(end, search_budget) < SEARCH_NEEDS * building
         ):
-            with timer("model"):
-                rows_start = time.perf_counter()
-                built.model.write_rows()
-                building += time.perf_counter() - rows_start
-            if search_budget is not None:  # the budgeted search starts now, beside the candidates
-                solving = search(None)
-        else:
-            building *= WITH_ROWS
-        try:  # a search started above runs while the candidates are made and the best checked
-            if backend != "greedy" and problem.too_large is None:
-                # The dense pass skipped above where a search seemed to follow, and then none could
-                # (no rows written: the candidates alone make the plan, and may now use the budget
-                # past their share) comes before the others: it is the greedy backend's plan
-                # (L full 1002 came out x0.9986 of the greedy-only cycle: value-greedy run, the
-                # dense pass not). Where a search runs beside them, value-greedy keeps the slot: it
-                # paid up to 1.1% more there (M dev seeds; docs/benchmarks.md section 1, fifteenth
-                # pass).
-                if dense and solving is None and fits(end := latest()):
-                    another(SECOND, end)
-                if fits(end := latest()):  # the candidate that pays most where the search cannot
-                    another(VALUE_AWARE, end)
-                shares = None
-                if s.lp_guide and room_for_another(LP_SHARE, past_share=False):
-                    with timer("lp"):  # which gangs the relaxation starts: greedy in that order too
-                        # within its share of the budget: at L with topology on, the LP of the
-                        # per-domain model took 3.5 s of a 3 s target (docs/benchmarks.md section 5)
-                        lp_window = (
-                            limit
-                            if budget is None
-                            else start + LP_SHARE * budget - time.perf_counter()
-                        )
-                        shares = relaxation(model, built, min(limit, lp_window))
-                    if shares is not None and fits(end := latest()):
-                        another(GUIDED, end, shares)
-                # Each order again with the other victim rule, in what is left of the candidates'
-                # share: where the search finds nothing better in its window, these decide the
-                # plan (M dev seeds, worst gap to the best known: fragmented 1.31 -> 0.92%, full
-                # 1.30 -> 0.99%; docs/benchmarks.md section 1).
-                guided = shares is not None
-                wanted = ((DENSE, problem.gang_start, None), (GUIDED_VALUE, guided, shares))
-                for label, useful, given in wanted:
-                    if useful and fits(end := latest()):
-                        another(label, end, given)
-                if problem.asks:  # never below a topology baseline's plan
-                    for name, baseline in BASELINES.items():
-                        if room_for_another():
-                            with timer("greedy"):
-                                st = replay(snapshot, problem, baseline(snapshot, topology))
-                            with timer("plan"):
-                                others.append(score(model, built, name, st, [], None))
-            receive()
-            if beside is not None:
+            return start + MARGIN * budget - rows * building
+        return start + share * budget
+
+    def search(hinted: list[int] | None) -> Solving:
+        """The search, translated and started on its worker thread. An explicit one runs for its
+        own limit; a budgeted one at most for what the budget leaves (it is stopped at its
+        deadline), and not at all with too little of the budget left or a window too short for
+        it to return more than the candidates (its stats then say why)."""
+        with timer("solve"):
+            if search_budget is None:
+                return Solving(backend, model, built, hinted, limit, s, None)
+            at = time.perf_counter()
+            left = start + search_budget - at
+            skip = None
+            if left < NO_SEARCH_BELOW * search_budget:
+                skip = f"no search: {max(0.0, left):.2f}s of the {search_budget:.2f}s budget left"
+            elif (open_for := window(at, search_budget)) < SEARCH_NEEDS * building:
+                needed = SEARCH_NEEDS * building
+                skip = f"no search: a window of {max(0.0, open_for):.2f}s, {needed:.2f}s needed"
+            if skip is None and beside is not None:  # the search takes the second core
+                receive()
                 beside.stop()
-                with timer("beside"):
-                    others += _arrivals(snapshot, problem, model, built, received, others)
-            plans = sorted((c for c in others if c is not None), key=lambda c: c.rank, reverse=True)
-            first, rest = plans[0], plans[1:]  # the best greedy plan hints an explicit search
-            hint = first.values if first.values is not None else hint
-            if solving is None:  # an explicit search, hinted with the best candidate; or none
-                solving = search(hint)
-            with timer("check"):  # on this thread, while the solver searches
-                verdict(snapshot, first, now, s)
-        except BaseException:
-            if solving is not None:
-                solving.cancel()
-            raise
-    finally:
+            return Solving(backend, model, built, hinted, min(limit, max(0.01, left)), s, skip)
+
+    def fits(end: float | None) -> bool:
+        """Another pass (about as long as the first) ends by ``end`` (None: no budget)."""
+        return end is None or time.perf_counter() + one_pass <= end
+
+    def room_for_another(share: float = variants, past_share: bool = True) -> bool:
+        return fits(latest(share, past_share))
+
+    def cutoff(end: float | None) -> float | None:
+        """When a pass that must end by ``end`` stops its victim search (greedy_plan's
+        deadline): a pass may cost twice the first (value-greedy at L), and what follows the
+        search still takes TAIL of a pass."""
+        return None if end is None else end - TAIL * one_pass
+
+    def another(label: str, end: float | None, shares: dict[str, float] | None = None) -> None:
+        """Greedy's pass ``label`` as another candidate, its victim search cut for ``end``;
+        none where the child beside has sent it."""
+        receive()
+        if label in received:
+            return
+        others.append(_variant(snapshot, problem, model, built, timer, label, cutoff(end), shares))
+
+    end = latest(past_share=False)
+    if end is not None and backend != "greedy":  # never earlier than the greedy backend's
+        end = max(end, latest(rows=WITH_ROWS) or end)  # no rows follow a window that short
+    dense = bool(problem.gang_start) and problem.too_large is None  # wanted, until it ran
+    if dense and fits(end):
+        # the start bonus values small gangs more per GPU: greedy in that order too, for the
+        # greedy backend as well, so greedy and the model optimise the same objective. It is
+        # the greedy backend's second plan, so it comes first, with that backend's deadline at
+        # the least: later where no search could follow anyway, as value-greedy's, since a
+        # slower Python phase than in that backend's cycle must not skip it (M full 1019 came
+        # out x0.9995 of the greedy-only cycle: the dense pass not run, value-greedy's plan).
+        another(SECOND, end)
+        dense = False
+    # The model's rows, written now where a search may still follow: the rules below then weigh
+    # the whole build, measured. Where none can (its window, shrinking from now on, is short of
+    # SEARCH_NEEDS whole builds as estimated: XL), they are never written. After the dense
+    # pass, which the greedy backend, writing none, runs at this point too.
+    solving = None
+    if backend != "greedy" and (
+        search_budget is None
+        or window(time.perf_counter(), search_budget) >= SEARCH_NEEDS * WITH_ROWS * building
+    ):
+        with timer("model"):
+            rows_start = time.perf_counter()
+            built.model.write_rows()
+            building += time.perf_counter() - rows_start
+        if search_budget is not None:  # the budgeted search starts now, beside the candidates
+            solving = search(None)
+    else:
+        building *= WITH_ROWS
+    try:  # a search started above runs while the candidates are made and the best checked
+        if backend != "greedy" and problem.too_large is None:
+            # The dense pass skipped above where a search seemed to follow, and then none could
+            # (no rows written: the candidates alone make the plan, and may now use the budget
+            # past their share) comes before the others: it is the greedy backend's plan (L
+            # full 1002 came out x0.9986 of the greedy-only cycle: value-greedy run, the dense
+            # pass not). Where a search runs beside them, value-greedy keeps the slot: it paid up
+            # to 1.1% more there (M dev seeds; docs/benchmarks.md section 1, fifteenth pass).
+            if dense and solving is None and fits(end := latest()):
+                another(SECOND, end)
+            if fits(end := latest()):  # the candidate that pays most where the search cannot
+                another(VALUE_AWARE, end)
+            shares = None
+            if s.lp_guide and room_for_another(LP_SHARE, past_share=False):
+                with timer("lp"):  # which gangs the relaxation starts: greedy in that order too
+                    # within its share of the budget: at L with topology on, the LP of the
+                    # per-domain model took 3.5 s of a 3 s target (docs/benchmarks.md section 5)
+                    lp_window = (
+                        limit if budget is None else start + LP_SHARE * budget - time.perf_counter()
+                    )
+                    shares = relaxation(model, built, min(limit, lp_window))
+                if shares is not None and fits(end := latest()):
+                    another(GUIDED, end, shares)
+            # Each order again with the other victim rule, in what is left of the candidates'
+            # share: where the search finds nothing better in its window, these decide the
+            # plan (M dev seeds, worst gap to the best known: fragmented 1.31 -> 0.92%, full
+            # 1.30 -> 0.99%; docs/benchmarks.md section 1).
+            guided = shares is not None
+            wanted = ((DENSE, problem.gang_start, None), (GUIDED_VALUE, guided, shares))
+            for label, useful, given in wanted:
+                if useful and fits(end := latest()):
+                    another(label, end, given)
+            if problem.asks:  # never below a topology baseline's plan
+                for name, baseline in BASELINES.items():
+                    if room_for_another():
+                        with timer("greedy"):
+                            st = replay(snapshot, problem, baseline(snapshot, topology))
+                        with timer("plan"):
+                            others.append(score(model, built, name, st, [], None))
+        receive()
         if beside is not None:
             beside.stop()
+            with timer("beside"):
+                others += _arrivals(snapshot, problem, model, built, received, others)
+        plans = sorted((c for c in others if c is not None), key=lambda c: c.rank, reverse=True)
+        first, rest = plans[0], plans[1:]  # the best greedy plan hints an explicit search
+        hint = first.values if first.values is not None else hint
+        if solving is None:  # an explicit search, hinted with the best candidate; or none
+            solving = search(hint)
+        with timer("check"):  # on this thread, while the solver searches
+            verdict(snapshot, first, now, s)
+    except BaseException:
+        if solving is not None:
+            solving.cancel()
+        raise
     assert solving is not None
     with timer("solve"):
         if search_budget is not None:  # greedy's plan's pack and check, the solver's needs
@@ -522,7 +511,7 @@ def _passes_beside(
     sent as soon as it ends, as (label, sizes, pending pods' nodes, notes, model values), or
     (label, None) where the pass is another's plan. Each pass's victim search stops at ``end``
     less TAIL of ``estimate``, a pass's length: the previous pass's here, and for the first the
-    model phase's (as long as greedy's first pass within 0.6-1.2x from 512 to 10,000 nodes)."""
+    model phase's (0.6-0.8 of greedy's first pass at 512 nodes, 1.2-1.4 at 2,000)."""
     for label in labels:
         at = time.perf_counter()
         if at + TAIL * estimate > end:
@@ -552,7 +541,7 @@ def _arrivals(
 ) -> list[Candidate]:
     """The child's passes as candidates, each plan state restored (placement/state.py) only where
     the model values it above every candidate already made: another would never be emitted
-    before them, and restoring costs a tenth of a pass."""
+    before them, and restoring one costs about a sixth of a pass (0.05 s at 512 nodes)."""
     best = max((c.value for c in others if c is not None and c.value is not None), default=None)
     out: list[Candidate] = []
     for label, sent in received.items():

@@ -48,6 +48,12 @@ class Beside:
         sender.close()
         self.pid, self._conn = pid, receiver
 
+    def __enter__(self) -> Beside:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
     def arrived(self, wait: float = 0.0) -> list[Any]:
         """What the child has sent and was not read yet, waiting up to ``wait`` seconds for the
         first of it (the cycle never waits; a test may)."""
