@@ -840,3 +840,19 @@ def test_no_child_beside_past_its_cluster_size(monkeypatch: pytest.MonkeyPatch) 
     tried.clear()
     assert cycle_module.run_cycle(snap, cfg, NOW, "cpsat").violations == []
     assert len(_Waiting.pids) == 1 and cycle_module.VALUE_AWARE not in tried
+
+
+def test_a_pass_from_the_child_that_does_not_restore_is_dropped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The child's pass is another candidate, never a reason for the cycle to fail: one whose
+    state cannot be restored in the parent is left out and the cycle emits greedy's plan."""
+    _beside_only(monkeypatch)
+
+    def unrestorable(*a: Any) -> Any:
+        raise ValueError("job default/x: size 2 does not fit where it was placed")
+
+    monkeypatch.setattr(cycle_module, "restore", unrestorable)
+    snap = snapshot_from_objects(synthetic_objects(16, 40, 20, 5, NOW))
+    result = cycle_module.run_cycle(snap, SchedulerConfig(), NOW, "cpsat")
+    assert result.violations == [] and result.chosen == cycle_module.GREEDY

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pickle
 import signal
 from collections.abc import Callable
 from multiprocessing.connection import Connection, Pipe
@@ -62,8 +63,8 @@ class Beside:
         try:
             while conn is not None and conn.poll(0 if out else wait):
                 out.append(conn.recv())
-        except (EOFError, OSError):  # the child is gone; what it sent before was read
-            self._close()
+        except (EOFError, OSError, pickle.UnpicklingError):
+            self._close()  # the child is gone, or died while sending: what came before was read
         return out
 
     def stop(self) -> None:
