@@ -36,6 +36,7 @@ from solver_sched.planning.candidates import (
     Candidate,
     may_rank_first,
     score,
+    valued,
     verdict,
 )
 from solver_sched.planning.diff import diff
@@ -382,7 +383,7 @@ def _cycle(
         if beside is not None:
             beside.stop()
             with timer("beside"):
-                others += _arrivals(snapshot, problem, model, built, received, others)
+                others += _arrivals(snapshot, problem, built, received, others)
         plans = sorted((c for c in others if c is not None), key=lambda c: c.rank, reverse=True)
         first, rest = plans[0], plans[1:]  # the best greedy plan hints an explicit search
         hint = first.values if first.values is not None else hint
@@ -520,7 +521,7 @@ def _passes_beside(
         if st is None:
             send((label, None))
             continue
-        notes = minimize_evictions(st)  # as score() would in the parent
+        notes = minimize_evictions(st)  # as score() would; the parent does not again
         a = assignment_of(st)
         send(
             (
@@ -534,7 +535,6 @@ def _passes_beside(
 def _arrivals(
     snapshot: ClusterSnapshot,
     problem: Problem,
-    model: Problem,
     built: Built,
     received: dict[str, _Sent | None],
     others: list[Candidate | None],
@@ -557,6 +557,6 @@ def _arrivals(
             st = restore(snapshot, problem, size, placed)
         except ValueError:  # never seen (tests/placement/test_state.py); the cycle goes on
             continue
-        out.append(score(model, built, label, st, notes, values))
+        out.append(valued(built, label, st, notes, values))  # minimized in the child
         best = value
     return out
