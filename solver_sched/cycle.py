@@ -74,7 +74,8 @@ PASSES = {
 # 2,000. At 512 the child's value-greedy paid (M full dev seeds 1-12: median x1.0023, up to
 # x1.0094, none lower); at 2,000 the slower first pass left no room for the parent's dense pass
 # (L fragmented dev 1: x0.9896, dev 3: x1.0137) and cycles took up to 0.2 s longer
-# (docs/benchmarks.md section 1, nineteenth pass).
+# (docs/benchmarks.md section 1, nineteenth pass). With nothing left to run, the parent waits for
+# the pass the child is on, up to the child's end (twentieth pass).
 BESIDE = True
 BESIDE_NODES = 1000
 NO_SEARCH_BELOW = 0.1  # of the budget: with less left the model is not even translated
@@ -205,6 +206,8 @@ def _cycle(
     # (planning/beside.py): where no search takes the second core, it would idle (M on a slow
     # machine). Killed once a search starts; what it sent is read before the ranking.
     beside = None
+    labels: tuple[str, ...] = ()  # the child's passes
+    child_end = start  # when its last pass ends
     if (
         BESIDE
         and budget is not None
@@ -381,6 +384,14 @@ def _cycle(
                             others.append(score(model, built, name, st, [], None))
         receive()
         if beside is not None:
+            # Nothing is left to run here: the pass the child is still on, which stops taking
+            # victims for child_end, is waited for up to then rather than lost (M dev seeds:
+            # x1.0006 over 72, up to +0.9%; docs/benchmarks.md section 1, twentieth pass). The
+            # budget holds: child_end is MARGIN of it less the check's estimate.
+            if not received.keys() >= set(labels):
+                with timer("beside"):
+                    wait = max(0.0, child_end - time.perf_counter())
+                    received.update(beside.arrived(wait=wait))
             beside.stop()
             with timer("beside"):
                 others += _arrivals(snapshot, problem, built, received, others)

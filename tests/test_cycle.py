@@ -856,3 +856,34 @@ def test_a_pass_from_the_child_that_does_not_restore_is_dropped(
     snap = snapshot_from_objects(synthetic_objects(16, 40, 20, 5, NOW))
     result = cycle_module.run_cycle(snap, SchedulerConfig(), NOW, "cpsat")
     assert result.violations == [] and result.chosen == cycle_module.GREEDY
+
+
+def test_with_nothing_left_to_run_the_cycle_waits_for_the_childs_pass(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The child's value-greedy (0.5 s slower here) ends after the parent made its candidates:
+    with nothing left to run, the parent waits for it, up to the child's end within the budget,
+    and emits it (worth more than greedy's plan here, as above). A pass that would end past
+    that (60 s slower, a 2 s budget) is not waited for: greedy's plan is emitted, long before
+    the pass would have ended."""
+    _Waiting.pids, _Waiting.events = [], []
+    monkeypatch.setattr(cycle_module, "SMALL_MODEL", 0)
+    monkeypatch.setattr(cycle_module, "SEARCH_NEEDS", 1e9)
+    monkeypatch.setattr(cycle_module, "_variant", lambda *a, **k: None)
+    real, delay = cycle_module._pass, [0.5]
+
+    def slowed(*a: Any, **k: Any) -> Any:
+        time.sleep(delay[0])  # in the child: the parent's passes are _variant's (none)
+        return real(*a, **k)
+
+    monkeypatch.setattr(cycle_module, "_pass", slowed)
+    objects = synthetic_objects(16, 40, 20, 5, NOW)
+    cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 10.0}})
+    result = cycle_module.run_cycle(snapshot_from_objects(objects), cfg, NOW, "cpsat")
+    assert result.chosen == cycle_module.VALUE_AWARE and result.violations == []
+    delay[0] = 60.0
+    cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 2.0}})
+    began = time.perf_counter()
+    result = cycle_module.run_cycle(snapshot_from_objects(objects), cfg, NOW, "cpsat")
+    assert result.chosen == cycle_module.GREEDY and result.violations == []
+    assert time.perf_counter() - began < 30.0

@@ -4,9 +4,9 @@ Python threads share one interpreter lock, so greedy's candidate passes run one 
 one core while the other idles wherever no search runs (docs/benchmarks.md section 1, eighteenth
 and nineteenth passes). A child forked once the model is built shares the snapshot and the problem
 copy-on-write, runs passes the parent reaches only later or never, and sends each result back as it
-finishes. The parent never waits for it: it reads what has arrived, and kills the child when it no
-longer wants it (a search takes that core, or the candidates are ranked). Where ``os.fork`` does not
-exist nothing runs beside.
+finishes. The parent reads what has arrived while it has work of its own, waits only once it has
+none left (up to a deadline), and kills the child when it no longer wants it (a search takes that
+core, or the candidates are ranked). Where ``os.fork`` does not exist nothing runs beside.
 
 The child runs only the given function: no other thread of the parent exists in it, so it must
 take no lock another thread may have held at the fork (it runs pure Python over the cycle's own
@@ -57,7 +57,7 @@ class Beside:
 
     def arrived(self, wait: float = 0.0) -> list[Any]:
         """What the child has sent and was not read yet, waiting up to ``wait`` seconds for the
-        first of it (the cycle never waits; a test may)."""
+        first of it (the cycle waits only with nothing else to run)."""
         out: list[Any] = []
         conn = self._conn
         try:
