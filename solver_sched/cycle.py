@@ -132,6 +132,62 @@ class _Timer:
         self.phases[phase] = self.phases.get(phase, 0.0) + time.perf_counter() - start
 
 
+@dataclass
+class _Clock:
+    """When a cycle's later work must end, from what the cycle measured so far: the model's
+    build (``building``, times WITH_ROWS once it is known that no rows will be written),
+    greedy's first pass (``one_pass``) and the plan phase. Without a budget nothing ends."""
+
+    start: float
+    budget: float | None  # bounds everything but an explicit search
+    search_budget: float | None  # the budget that bounds the search too
+    searching: bool  # a search may follow the candidates (not the greedy backend)
+    timer: _Timer
+    building: float
+    share: float  # of the budget: greedy's other candidates end by then
+    one_pass: float = 0.0  # greedy's first pass, once made
+
+    def window(self, at: float, bound: float) -> float:
+        """The search's window if it were translated at ``at`` in a budget of ``bound``, as
+        search_deadline will set it: the check of greedy's plan, still to come, as the build."""
+        plan = self.timer.phases["plan"]
+        return search_deadline(self.start, bound, plan + self.building) - at
+
+    def latest(
+        self, share: float | None = None, past_share: bool = True, rows: float = 1.0
+    ) -> float | None:
+        """When another greedy pass (about as long as the first) must end: in ``share`` (else
+        the candidates' share) of the budget; without a budget, never. A pass after which no
+        search could run anyway (its window shorter than SEARCH_NEEDS builds) may use the budget
+        up to the check's estimate (the build, times ``rows`` where it does not count the rows
+        yet), unless ``past_share`` is False (the LP relaxation, whose own window is its
+        share)."""
+        if self.budget is None:
+            return None
+        end = time.perf_counter() + self.one_pass
+        if (
+            past_share
+            and self.search_budget is not None
+            and self.searching
+            and self.window(end, self.search_budget) < SEARCH_NEEDS * self.building
+        ):
+            return self.start + MARGIN * self.budget - rows * self.building
+        return self.start + (self.share if share is None else share) * self.budget
+
+    def fits(self, end: float | None) -> bool:
+        """Another pass (about as long as the first) ends by ``end`` (None: no budget)."""
+        return end is None or time.perf_counter() + self.one_pass <= end
+
+    def room_for_another(self, share: float | None = None, past_share: bool = True) -> bool:
+        return self.fits(self.latest(share, past_share))
+
+    def cutoff(self, end: float | None) -> float | None:
+        """When a pass that must end by ``end`` stops its victim search (greedy_plan's
+        deadline): a pass may cost twice the first (value-greedy at L), and what follows the
+        search still takes TAIL of a pass."""
+        return None if end is None else end - TAIL * self.one_pass
+
+
 def run_cycle(
     snapshot: ClusterSnapshot,
     config: SchedulerConfig,
@@ -202,6 +258,8 @@ def _cycle(
         build_start = time.perf_counter()
         built = build(model)  # its rows are written when first read (a search, the LP)
         building = time.perf_counter() - build_start
+    share = VARIANTS if len(built.model.names) > SMALL_MODEL else VARIANTS_SMALL
+    clock = _Clock(start, budget, search_budget, backend != "greedy", timer, building, share)
     # greedy's later passes in a forked child, beside greedy's first pass and the parent's own
     # (planning/beside.py): where no search takes the second core, it would idle (M on a slow
     # machine). Killed once a search starts; what it sent is read before the ranking.
@@ -244,32 +302,7 @@ def _cycle(
     others: list[Candidate | None] = []
     with timer("plan"):
         others.append(score(model, built, GREEDY, greedy_state, [], hint))
-    one_pass = timer.phases["greedy"]
-
-    variants = VARIANTS if len(built.model.names) > SMALL_MODEL else VARIANTS_SMALL
-
-    def window(at: float, bound: float) -> float:
-        """The search's window if it were translated at ``at`` in a budget of ``bound``, as
-        search_deadline will set it: the check of greedy's plan, still to come, as the build."""
-        return search_deadline(start, bound, timer.phases["plan"] + building) - at
-
-    def latest(share: float = variants, past_share: bool = True, rows: float = 1.0) -> float | None:
-        """When another greedy pass (about as long as the first) must end: in this share of the
-        budget; without a budget, never. A pass after which no search could run anyway (its
-        window shorter than SEARCH_NEEDS builds) may use the budget up to the check's estimate
-        (the build, times ``rows`` where it does not count the rows yet), unless ``past_share``
-        is False (the LP relaxation, whose own window is its share)."""
-        if budget is None:
-            return None
-        end = time.perf_counter() + one_pass
-        if (
-            past_share
-            and search_budget is not None
-            and backend != "greedy"
-            and window(end, search_budget) < SEARCH_NEEDS * building
-        ):
-            return start + MARGIN * budget - rows * building
-        return start + share * budget
+    clock.one_pass = one_pass = timer.phases["greedy"]
 
     def search(hinted: list[int] | None) -> Solving:
         """The search, translated and started on its worker thread. An explicit one runs for its
@@ -284,26 +317,13 @@ def _cycle(
             skip = None
             if left < NO_SEARCH_BELOW * search_budget:
                 skip = f"no search: {max(0.0, left):.2f}s of the {search_budget:.2f}s budget left"
-            elif (open_for := window(at, search_budget)) < SEARCH_NEEDS * building:
-                needed = SEARCH_NEEDS * building
+            elif (open_for := clock.window(at, search_budget)) < SEARCH_NEEDS * clock.building:
+                needed = SEARCH_NEEDS * clock.building
                 skip = f"no search: a window of {max(0.0, open_for):.2f}s, {needed:.2f}s needed"
             if skip is None and beside is not None:  # the search takes the second core
                 receive()
                 beside.stop()
             return Solving(backend, model, built, hinted, min(limit, max(0.01, left)), s, skip)
-
-    def fits(end: float | None) -> bool:
-        """Another pass (about as long as the first) ends by ``end`` (None: no budget)."""
-        return end is None or time.perf_counter() + one_pass <= end
-
-    def room_for_another(share: float = variants, past_share: bool = True) -> bool:
-        return fits(latest(share, past_share))
-
-    def cutoff(end: float | None) -> float | None:
-        """When a pass that must end by ``end`` stops its victim search (greedy_plan's
-        deadline): a pass may cost twice the first (value-greedy at L), and what follows the
-        search still takes TAIL of a pass."""
-        return None if end is None else end - TAIL * one_pass
 
     def another(label: str, end: float | None, shares: dict[str, float] | None = None) -> None:
         """Greedy's pass ``label`` as another candidate, its victim search cut for ``end``;
@@ -311,13 +331,15 @@ def _cycle(
         receive()
         if label in received:
             return
-        others.append(_variant(snapshot, problem, model, built, timer, label, cutoff(end), shares))
+        others.append(
+            _variant(snapshot, problem, model, built, timer, label, clock.cutoff(end), shares)
+        )
 
-    end = latest(past_share=False)
+    end = clock.latest(past_share=False)
     if end is not None and backend != "greedy":  # never earlier than the greedy backend's
-        end = max(end, latest(rows=WITH_ROWS) or end)  # no rows follow a window that short
+        end = max(end, clock.latest(rows=WITH_ROWS) or end)  # no rows follow a window that short
     dense = bool(problem.gang_start) and problem.too_large is None  # wanted, until it ran
-    if dense and fits(end):
+    if dense and clock.fits(end):
         # the start bonus values small gangs more per GPU: greedy in that order too, for the
         # greedy backend as well, so greedy and the model optimise the same objective. It is
         # the greedy backend's second plan, so it comes first, with that backend's deadline at
@@ -333,16 +355,17 @@ def _cycle(
     solving = None
     if backend != "greedy" and (
         search_budget is None
-        or window(time.perf_counter(), search_budget) >= SEARCH_NEEDS * WITH_ROWS * building
+        or clock.window(time.perf_counter(), search_budget)
+        >= SEARCH_NEEDS * WITH_ROWS * clock.building
     ):
         with timer("model"):
             rows_start = time.perf_counter()
             built.model.write_rows()
-            building += time.perf_counter() - rows_start
+            clock.building += time.perf_counter() - rows_start
         if search_budget is not None:  # the budgeted search starts now, beside the candidates
             solving = search(None)
     else:
-        building *= WITH_ROWS
+        clock.building *= WITH_ROWS
     try:  # a search started above runs while the candidates are made and the best checked
         if backend != "greedy" and problem.too_large is None:
             # The dense pass skipped above where a search seemed to follow, and then none could
@@ -351,12 +374,13 @@ def _cycle(
             # full 1002 came out x0.9986 of the greedy-only cycle: value-greedy run, the dense
             # pass not). Where a search runs beside them, value-greedy keeps the slot: it paid up
             # to 1.1% more there (M dev seeds; docs/benchmarks.md section 1, fifteenth pass).
-            if dense and solving is None and fits(end := latest()):
+            if dense and solving is None and clock.fits(end := clock.latest()):
                 another(SECOND, end)
-            if fits(end := latest()):  # the candidate that pays most where the search cannot
+            # the candidate that pays most where the search cannot
+            if clock.fits(end := clock.latest()):
                 another(VALUE_AWARE, end)
             shares = None
-            if s.lp_guide and room_for_another(LP_SHARE, past_share=False):
+            if s.lp_guide and clock.room_for_another(LP_SHARE, past_share=False):
                 with timer("lp"):  # which gangs the relaxation starts: greedy in that order too
                     # within its share of the budget: at L with topology on, the LP of the
                     # per-domain model took 3.5 s of a 3 s target (docs/benchmarks.md section 5)
@@ -364,7 +388,7 @@ def _cycle(
                         limit if budget is None else start + LP_SHARE * budget - time.perf_counter()
                     )
                     shares = relaxation(model, built, min(limit, lp_window))
-                if shares is not None and fits(end := latest()):
+                if shares is not None and clock.fits(end := clock.latest()):
                     another(GUIDED, end, shares)
             # Each order again with the other victim rule, in what is left of the candidates'
             # share: where the search finds nothing better in its window, these decide the
@@ -373,11 +397,11 @@ def _cycle(
             guided = shares is not None
             wanted = ((DENSE, problem.gang_start, None), (GUIDED_VALUE, guided, shares))
             for label, useful, given in wanted:
-                if useful and fits(end := latest()):
+                if useful and clock.fits(end := clock.latest()):
                     another(label, end, given)
             if problem.asks:  # never below a topology baseline's plan
                 for name, baseline in BASELINES.items():
-                    if room_for_another():
+                    if clock.room_for_another():
                         with timer("greedy"):
                             st = replay(snapshot, problem, baseline(snapshot, topology))
                         with timer("plan"):
