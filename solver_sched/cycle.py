@@ -410,7 +410,7 @@ def _cycle(
         if beside is not None:
             # Nothing is left to run here: the pass the child is still on, which stops taking
             # victims for child_end, is waited for up to then rather than lost (M dev seeds:
-            # x1.0006 over 72, up to +0.9%; docs/benchmarks.md section 1, twentieth pass). The
+            # x1.0006 over 72, up to +1.6%; docs/benchmarks.md section 1, twentieth pass). The
             # budget holds: child_end is MARGIN of it less the check's estimate.
             if not received.keys() >= set(labels):
                 with timer("beside"):
