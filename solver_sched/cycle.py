@@ -171,8 +171,14 @@ class _Clock:
             and self.searching
             and self.window(end, self.search_budget) < SEARCH_NEEDS * self.building
         ):
-            return self.start + MARGIN * self.budget - rows * self.building
+            return self.before_check(rows)
         return self.start + (self.share if share is None else share) * self.budget
+
+    def before_check(self, rows: float = 1.0) -> float:
+        """MARGIN of the budget less the check's estimate (the build, times ``rows`` where it
+        does not count the rows yet): where greedy's passes end when no search follows."""
+        assert self.budget is not None
+        return self.start + MARGIN * self.budget - rows * self.building
 
     def fits(self, end: float | None) -> bool:
         """Another pass (about as long as the first) ends by ``end`` (None: no budget)."""
@@ -275,7 +281,7 @@ def _cycle(
         and len(built.model.names) > SMALL_MODEL
     ):
         labels = (VALUE_AWARE, *((DENSE,) if problem.gang_start else ()))
-        child_end = start + MARGIN * budget - WITH_ROWS * building
+        child_end = clock.before_check(WITH_ROWS)
         with timer("beside"):
             work = partial(
                 _passes_beside,
