@@ -8,7 +8,8 @@
    start may preempt, lowest priority first) until it fits, or roll everything back. A partial
    gang that cannot be completed is evicted. Victims keep every queue at its floor; failing that,
    a start may take its own queues below their floors if pending gangs of those queues then start
-   in the room and bring them back (the model's replacement).
+   in the room and bring them back (the model's replacement). Then the gangs that found no room
+   are tried again without victims: later starts' victims may have freed more than they used.
 3. Elastic growth, highest priority first: each job grows to the largest allowed size that fits.
 Every step respects the queue rows, so the result maps onto the model as a complete CP-SAT hint; it
 is also always a candidate plan, so the emitted plan is never worse than greedy's.
@@ -95,12 +96,21 @@ def greedy_plan(
             ):
                 held.add(jm.queue)
                 continue
-            decided.add(j)  # tried once: the cluster only gets fuller after this
+            decided.add(j)  # tried once with victims (again without them below)
             debt = phase != "partial"  # refills start gangs: not before every partial one settled
             if target is None or not _start(
                 st, victims, j, target, fired.get(j, set()), order, decided, debt
             ):
                 st.resize(j, 0, check_quota=False)  # a partial gang goes whatever floors say
+    # A gang that found no room may fit in what later starts freed and left: a break frees the
+    # victim's whole room, and the start that took it may need part of it. Those gangs start now,
+    # in the same order and without victims, before elastic growth takes that room.
+    for j in starts:
+        jm = jobs[j]
+        if jm.starting and not jm.current and not st.size[jm.name]:
+            target = _target(jm)
+            if target is not None:
+                st.resize(j, target)
     for j in order:  # 3. elastic growth
         jm = jobs[j]
         size = st.size[jm.name]

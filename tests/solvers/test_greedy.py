@@ -286,3 +286,32 @@ def test_past_its_deadline_a_pass_starts_what_fits_and_takes_no_victims() -> Non
         assert searched.size == {"default/low": 0, "default/hi": 4, "default/small": 1}
         late = greedy.greedy_plan(snap, problem, value_aware=value_aware, deadline=0.0)
         assert late.size == {"default/low": 4, "default/hi": 0, "default/small": 1}
+
+
+@pytest.mark.parametrize("backend", ["greedy", "cpsat"])
+def test_a_gang_that_found_no_room_starts_in_what_a_later_start_freed_and_left(
+    backend: str,
+) -> None:
+    # top (queue b) is tried first and finds no room: the only node is held by low, which only a
+    # higher-priority start of queue a may break. hi (queue a) breaks it and uses half its node;
+    # top starts in the other half, not a cycle later.
+    tree = quota_tree(
+        {
+            "name": "root",
+            "children": [
+                {"name": "a", "namespaces": ["team-a"]},
+                {"name": "b", "namespaces": ["team-b"]},
+            ],
+        }
+    )
+    snap = snapshot(
+        node("n", gpus=8),
+        tree,
+        gang("low", 1, namespace="team-a", gpus=8, running_on=["n"], priority=0),
+        gang("hi", 1, namespace="team-a", gpus=4, priority=100),
+        gang("top", 1, namespace="team-b", gpus=4, priority=1000),
+    )
+    result = plan(snap, backend)
+    assert result.violations == []
+    after = workers_after(snap, result.plan)
+    assert after == {"team-a/low": 0, "team-a/hi": 1, "team-b/top": 1}
