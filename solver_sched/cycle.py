@@ -174,7 +174,7 @@ class _Clock:
             return self.before_check(rows)
         return self.start + (self.share if share is None else share) * self.budget
 
-    def before_check(self, rows: float = 1.0) -> float:
+    def before_check(self, rows: float) -> float:
         """MARGIN of the budget less the check's estimate (the build, times ``rows`` where it
         does not count the rows yet): where greedy's passes end when no search follows."""
         assert self.budget is not None
