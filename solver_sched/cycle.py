@@ -50,7 +50,7 @@ from solver_sched.solvers.greedy import (
 )
 from solver_sched.solvers.lp import relaxation
 from solver_sched.solvers.result import SolveStats
-from solver_sched.solvers.solving import BACKENDS, Solving, solution_assignment
+from solver_sched.solvers.solving import BACKENDS, Solving, solution_assignment, stop_both_at
 from solver_sched.solvers.topology_baselines import BASELINES, replay
 
 __all__ = ["BACKENDS", "CycleResult", "run_cycle"]
@@ -99,6 +99,14 @@ REPACKS = 3  # packings of the solver's plan after the first, while some job fai
 VARIANTS = 0.75
 VARIANTS_SMALL = 0.5
 SMALL_MODEL = 2000  # variables (S: 907)
+# On a small model greedy's candidates are made within a fifth of the budget and no child runs
+# beside them, so the second core idles while the unhinted search runs: a second search, hinted
+# with the best candidate, runs there to the same deadline and the better solution is packed.
+# Two one-worker searches, each with its own start, where one alone misses the optimum now and
+# then as the machine's speed swings (S hard and full dev seeds 1-20, the cycle's windows: worst
+# gap to the optimum 0.82 -> 0.04%, mean 0.027 -> 0.003%; docs/benchmarks.md section 1). Not
+# CP-SAT's own two workers: one solve with a second subsolver, worse at S on this machine.
+HINTED_BESIDE = True
 LP_SHARE = 0.5
 # Of greedy's first pass: what another pass still takes once its victim search has stopped at its
 # deadline (starts where they fit, elastic growth, valuing its plan): 0.1-0.5 at L on dev seeds.
@@ -358,7 +366,7 @@ def _cycle(
     # the whole build, measured. Where none can (its window, shrinking from now on, is short of
     # SEARCH_NEEDS whole builds as estimated: XL), they are never written. After the dense
     # pass, which the greedy backend, writing none, runs at this point too.
-    solving = None
+    solving = hinted = None
     if backend != "greedy" and (
         search_budget is None
         or clock.window(time.perf_counter(), search_budget)
@@ -430,18 +438,31 @@ def _cycle(
         hint = first.values if first.values is not None else hint
         if solving is None:  # an explicit search, hinted with the best candidate; or none
             solving = search(hint)
+        elif (
+            HINTED_BESIDE
+            and backend == "cpsat"
+            and solving.search is not None
+            and len(built.model.names) <= SMALL_MODEL
+            and first.values is not None
+        ):
+            hinted = search(first.values)  # on the core the candidates no longer use
         with timer("check"):  # on this thread, while the solver searches
             verdict(snapshot, first, now, s)
     except BaseException:
-        if solving is not None:
-            solving.cancel()
+        for under_way in (solving, hinted):
+            if under_way is not None:
+                under_way.cancel()
         raise
     assert solving is not None
     with timer("solve"):
         if search_budget is not None:  # greedy's plan's pack and check, the solver's needs
             after = timer.phases.get("plan", 0.0) + timer.phases.get("check", 0.0)
-            solving.stop_at(search_deadline(start, search_budget, after))
-        stats, values = solving.result()
+            deadline = search_deadline(start, search_budget, after)
+            if hinted is not None:
+                stop_both_at(deadline, solving, hinted)
+            else:
+                solving.stop_at(deadline)
+        stats, values = _better(built, solving.result(), hinted.result() if hinted else None)
     candidates = [first, *rest]
     # When repacking and compacting must end: MARGIN of the budget (as the search's deadline),
     # plus an explicit search's nominal limit (not the time it took: one that proves its optimum
@@ -495,6 +516,23 @@ def _cycle(
     jobs = diff(snapshot, candidates[0].state, now, []).jobs
     plan = Plan(jobs=jobs, notes=("no plan passed the checker", *rejected))
     return CycleResult(plan, stats, {}, timer.phases, rejected or ["no plan"], "")
+
+
+def _better(
+    built: Built,
+    one: tuple[SolveStats, list[int] | None],
+    other: tuple[SolveStats, list[int] | None] | None,
+) -> tuple[SolveStats, list[int] | None]:
+    """Of two searches' outcomes (stats, model values), the one whose solution the model values
+    higher; the first on a tie, or where the other found none."""
+    if other is None or other[1] is None:
+        return one
+    if one[1] is None or built.model.objective_value(other[1]) > built.model.objective_value(
+        one[1]
+    ):
+        stats, values = other
+        return replace(stats, detail=f"{stats.detail} (hinted, beside the unhinted search)"), values
+    return one
 
 
 def _variant(

@@ -22,7 +22,7 @@ from solver_sched.solvers import cpsat
 from solver_sched.solvers.budget import auto_budget
 from solver_sched.solvers.greedy import assignment_of
 from solver_sched.solvers.result import SolveStatus
-from solver_sched.solvers.solving import Solving
+from solver_sched.solvers.solving import Solving, stop_both_at
 from solver_sched.synthetic import synthetic_objects
 from tests.support.builders import (
     NOW,
@@ -155,7 +155,7 @@ def test_greedy_plan_is_checked_while_the_solver_searches(monkeypatch: pytest.Mo
     monkeypatch.setattr(cpsat.Search, "run", run_after_check)
     monkeypatch.setattr(candidates, "check", check)
     result = plan(snap, "cpsat")
-    assert waited == [True]
+    assert waited == [True, True]  # the search and, on a model this small, the hinted one
     assert result.violations == []
     assert result.stats.status.value == "OPTIMAL"
     assert workers_after(snap, result.plan) == {"default/g": 2, "default/h": 4}
@@ -286,8 +286,10 @@ def test_the_default_cycle_gives_the_search_what_its_budget_leaves(
     cfg = SchedulerConfig.model_validate({"settings": settings})
     result = cycle_module.run_cycle(snap, cfg, NOW, "cpsat", explicit)
     assert result.violations == []
-    (limit,) = seen
-    assert limit == most if explicit else 0 < limit <= most
+    if explicit:
+        assert seen == [most]
+    else:  # the budgeted search and, on a model this small, the hinted one beside it
+        assert len(seen) == 2 and all(0 < limit <= most for limit in seen)
 
 
 @pytest.mark.parametrize("bounded", [False, True])
@@ -549,7 +551,7 @@ def test_a_window_the_model_fits_is_searched(monkeypatch: pytest.MonkeyPatch) ->
     seen = _limits(monkeypatch)
     cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 2.0}})
     result = cycle_module.run_cycle(snap, cfg, NOW, "cpsat")
-    assert len(seen) == 1
+    assert seen
     assert not result.stats.detail.startswith("no search")
 
 
@@ -606,10 +608,81 @@ def test_a_budgeted_search_starts_before_greedys_other_candidates_and_unhinted(
         cycle_module.DENSE,
         cycle_module.GUIDED_VALUE,
     ]
-    if explicit is None:
-        assert others == ["search", *candidates]
+    if explicit is None:  # on a small model a hinted one joins it after them (below)
+        assert others == ["search", *candidates, "hinted search"]
     else:
         assert others == [*candidates, "hinted search"]
+
+
+def _unhinted_finds_nothing(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """The cycle's unhinted searches return no solution, as if stopped before their first;
+    hinted ones run. Records whether each search was hinted."""
+    hinted: list[bool] = []
+    real_run = cpsat.Search.run
+
+    def run(self: cpsat.Search) -> cpsat.Outcome:
+        hinted.append(len(self.cp.solution_hint.vars) > 0)
+        if not hinted[-1]:
+            return SolveStatus.NO_SOLUTION, None, None, None, 0.0, "stopped"
+        return real_run(self)
+
+    monkeypatch.setattr(cpsat.Search, "run", run)
+    return hinted
+
+
+@pytest.mark.parametrize("beside", [True, False])
+def test_a_small_models_search_has_a_hinted_one_beside_it_whose_plan_counts(
+    monkeypatch: pytest.MonkeyPatch, beside: bool
+) -> None:
+    """Greedy leaves one 3-GPU gang out where the model's optimum starts all three gangs
+    (_packing_loses_a_gang). The budgeted, unhinted search finds nothing in its window; the
+    second search, hinted with the best candidate on the core the candidates left, finds the
+    optimum, and its plan is emitted. Without it the cycle emits greedy's plan."""
+    hinted = _unhinted_finds_nothing(monkeypatch)
+    monkeypatch.setattr(cycle_module, "HINTED_BESIDE", beside)
+    snap = _packing_loses_a_gang()
+    result = plan(snap, "cpsat")
+    assert result.violations == []
+    assert hinted == ([False, True] if beside else [False])
+    started = sorted(n for n, k in workers_after(snap, result.plan).items() if k)
+    if beside:
+        assert result.chosen == "cpsat" and "hinted" in result.stats.detail
+        assert started == ["default/big-a", "default/big-b", "default/urgent"]
+    else:
+        assert result.chosen != "cpsat" and result.stats.status == SolveStatus.NO_SOLUTION
+        assert started == ["default/big-a", "default/urgent"]
+
+
+def test_no_hinted_search_beside_a_model_past_the_small_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past SMALL_MODEL variables greedy's candidates fill the budget and a child may run their
+    passes beside them: no core is left for a second search."""
+    hinted = _unhinted_finds_nothing(monkeypatch)
+    monkeypatch.setattr(cycle_module, "SMALL_MODEL", 0)
+    assert plan(_packing_loses_a_gang(), "cpsat").violations == []
+    assert hinted == [False]
+
+
+def test_two_searches_stop_once_either_proves_its_optimum() -> None:
+    """stop_both_at: one search proves a tiny model's optimum at once; the other, on a model
+    whose optimum takes CP-SAT seconds to prove, is stopped then, unproven, long before the
+    deadline it was given (the test waits on the searches, not on a clock)."""
+    big = snapshot_from_objects(synthetic_objects(512, 1000, 500, 1, NOW))
+    cfg = config(time_limit_seconds=60.0)
+    small = snapshot(node("n1", gpus=8), gang("g", 4))
+    searches = []
+    for snap in (small, big):
+        problem = prepare(snap, cfg.weights, cfg.settings, NOW)
+        model = aggregate(problem, oldest_first(snap))
+        built = build(model)
+        built.model.write_rows()
+        searches.append(Solving("cpsat", model, built, None, 60.0, cfg.settings))
+    searches[0].thread.join()  # type: ignore[union-attr]
+    stop_both_at(time.perf_counter() + 60.0, searches[1], searches[0])
+    (proved, _), (stopped, _) = searches[0].result(), searches[1].result()
+    assert proved.status == SolveStatus.OPTIMAL
+    assert stopped.status != SolveStatus.OPTIMAL
 
 
 def _passes(monkeypatch: pytest.MonkeyPatch) -> dict[str, tuple[Any, bool]]:

@@ -86,6 +86,12 @@ class Solving:
         if self.thread.is_alive():
             self.cancel()
 
+    def proved(self) -> bool:
+        """The search is over and proved its solution optimal (or the model infeasible)."""
+        if self.thread is None or self.thread.is_alive() or self.outcome is None:
+            return False
+        return self.outcome[0] in (SolveStatus.OPTIMAL, SolveStatus.INFEASIBLE)
+
     def cancel(self) -> None:
         """Stops a search still under way (the cycle failed meanwhile) and waits for it. CP-SAT
         drops a stop that comes before its solve has begun, so the stop is repeated until the
@@ -143,3 +149,18 @@ def solution_assignment(problem: Problem, built: Built, values: list[int]) -> As
         for name, per in pods_in.items()
     }
     return Assignment(sizes, counts, domains)
+
+
+POLL = 0.005  # seconds between looks at two searches under way together
+
+
+def stop_both_at(deadline: float, one: Solving, other: Solving) -> None:
+    """Stops two searches of one model at ``deadline``, or as soon as either has proved its
+    optimum (the other can find nothing better) or both are over."""
+    while time.perf_counter() < deadline:
+        alive = [s.thread for s in (one, other) if s.thread is not None and s.thread.is_alive()]
+        if not alive or one.proved() or other.proved():
+            break
+        alive[0].join(timeout=min(POLL, max(0.0, deadline - time.perf_counter())))
+    one.cancel()
+    other.cancel()
