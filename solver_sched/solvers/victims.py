@@ -39,6 +39,7 @@ class Victims:
     remember_no_room = True  # (tests turn it off: the same plans, found by the full walk)
     remember_out_of_reach = True  # (likewise)
     bound_by_quota = True  # (likewise, the same sizes: starts no victim brings under their max)
+    remember_slotless = True  # (likewise, the same plans: take-backs retested in one walk)
 
     def __init__(
         self,
@@ -498,6 +499,13 @@ class _Walk:
         self.outcome: dict[tuple[int, int], bool] = {}
         self.resized: set[tuple[int, int]] = set()
         self.began: dict[int, int] = {}
+        # Take-backs found to open no slot, with the victim's size then, while none of their
+        # nodes got room back since (room elsewhere only shrinks): retested, they fail again.
+        # A walk taking groups retests thousands of deferred breaks after each group, on nodes
+        # the group did not touch (L fragmented: two thirds of greedy's pass).
+        self._slotless: dict[tuple[int, int], int] = {}
+        self._slotless_on: dict[str, list[tuple[int, int]]] = {}
+        self._given_read = len(st.nodes.given)
 
     def room(self, freed: Vectors) -> list[str]:
         return self.start.room(freed, self.inside)
@@ -512,7 +520,29 @@ class _Walk:
         victims = self.start.victims
         if self.inside is not None and self.inside.isdisjoint(victims.released(v, size)):
             return False
-        return self.start.per_pod <= 1 or bool(self.room(victims.released_all(v, size)))
+        if self.start.per_pod <= 1:
+            return True
+        if victims.remember_slotless and self.slotless(v, size):
+            return False
+        freed = victims.released_all(v, size)
+        if self.room(freed):
+            return True
+        self._slotless[(v, size)] = self.start.st.size[victims.names[v]]
+        for n in freed:
+            self._slotless_on.setdefault(n, []).append((v, size))
+        return False
+
+    def slotless(self, v: int, size: int) -> bool:
+        """Whether the take-back was found to open no slot, with the victim at the size it has
+        now, and none of its nodes got room back since."""
+        given = self.start.st.nodes.given
+        if len(given) != self._given_read:
+            for n in given[self._given_read :]:
+                for pair in self._slotless_on.pop(n, ()):
+                    self._slotless.pop(pair, None)
+            self._given_read = len(given)
+        was = self._slotless.get((v, size))
+        return was is not None and was == self.start.st.size[self.start.victims.names[v]]
 
     def free(self) -> int:
         nodes = self.start.st.nodes

@@ -266,6 +266,29 @@ def _walks(snap: Any) -> tuple[Any, Any, dict[str, int], list[int]]:
     return st, v, index, walked
 
 
+def test_a_take_back_found_slotless_opens_a_slot_once_its_node_got_room_back() -> None:
+    """Node a (16 GPUs) runs e1's and e2's two 4-GPU pods each. For an 8-GPU pod, e1 down to
+    one pod frees 4 GPUs beside none free: no slot, and the walk remembers it. Once e2 has
+    shrunk, a got room back and the same take-back opens 8 GPUs there: the walk tests it again
+    rather than trust what it remembered."""
+    el = {"gpus": 4, "min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
+    snap = snapshot(
+        node("a", gpus=16),
+        gang("e1", 2, running_on=["a", "a"], **el),
+        gang("e2", 2, running_on=["a", "a"], **el),
+        gang("p", 1, gpus=8),
+    )
+    st, v, index, walked = _walks(snap)
+    walk = victims._Walk(victims._Start(v, index["p"], 1, set(), False), None)
+    e1 = index["e1"]
+    assert not walk.frees_a_slot(e1, 1)
+    walked.clear()
+    assert not walk.frees_a_slot(e1, 1)
+    assert walked == []  # remembered: its node got no room back
+    assert st.resize(index["e2"], 1, check_quota=False)
+    assert walk.frees_a_slot(e1, 1)
+
+
 def test_a_search_a_queue_blocked_is_not_walked_again_while_no_victim_could_open_room() -> None:
     """Queue q (max 12 GPUs) runs e1 (two 4-GPU pods, on a and b beside 4-GPU pins): an 8-GPU
     start in q is over q's max, so its first take-back (e1 down to one pod) goes to the queue,
@@ -620,10 +643,11 @@ def test_shrinks_known_to_open_no_room_are_skipped_without_changing_a_plan(
     """The search skips shrinks known to open no room alone for a pod shape until one of their
     nodes gets room back, and rebuilds what the full walk would have deferred: greedy's plans in
     all three orders are the full walk's, on every preset (a shrink skipped while it would open
-    room, or a deferred list rebuilt wrong, changes some). Searches remembered as out of reach,
-    and starts no victim could bring under their queue's max, are skipped with the same sizes:
-    only where best fit's ties go may differ, since the walk skipped would have put the nodes it
-    took from and gave back at their buckets' ends."""
+    room, or a deferred list rebuilt wrong, changes some); so are they where a walk does not
+    retest take-backs it found slotless while none of their nodes got room back. Searches
+    remembered as out of reach, and starts no victim could bring under their queue's max, are
+    skipped with the same sizes: only where best fit's ties go may differ, since the walk
+    skipped would have put the nodes it took from and gave back at their buckets' ends."""
     cfg = config()
     for preset in PRESETS:
         for seed in seeds:
@@ -632,11 +656,13 @@ def test_shrinks_known_to_open_no_room_are_skipped_without_changing_a_plan(
             order = greedy.queue_order(problem)
             dense = greedy.start_order(problem, order, None, dense=True)
             plans = []
-            toggles = ((True, True, True), (False, True, True), (True, False, True))
-            for no_room, out_of_reach, bound in (*toggles, (True, True, False)):
+            toggles = ((True, True, True, True), (False, True, True, True))
+            toggles += ((True, False, True, True), (True, True, False, True))
+            for no_room, out_of_reach, bound, slotless in (*toggles, (True, True, True, False)):
                 monkeypatch.setattr(victims.Victims, "remember_no_room", no_room)
                 monkeypatch.setattr(victims.Victims, "remember_out_of_reach", out_of_reach)
                 monkeypatch.setattr(victims.Victims, "bound_by_quota", bound)
+                monkeypatch.setattr(victims.Victims, "remember_slotless", slotless)
                 plans.append(
                     [
                         (st.placed, st.size)
@@ -647,6 +673,6 @@ def test_shrinks_known_to_open_no_room_are_skipped_without_changing_a_plan(
                         )
                     ]
                 )
-            assert plans[0] == plans[1], (preset, seed)
+            assert plans[0] == plans[1] == plans[4], (preset, seed)
             sizes = [[after for _, after in plan] for plan in plans]
             assert sizes[0] == sizes[2] == sizes[3], (preset, seed)
