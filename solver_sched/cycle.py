@@ -103,9 +103,10 @@ SMALL_MODEL = 2000  # variables (S: 907)
 # beside them, so the second core idles while the unhinted search runs: a second search, hinted
 # with the best candidate, runs there to the same deadline and the better solution is packed.
 # Two one-worker searches, each with its own start, where one alone misses the optimum now and
-# then as the machine's speed swings (S hard and full dev seeds 1-20, the cycle's windows: worst
-# gap to the optimum 0.82 -> 0.04%, mean 0.027 -> 0.003%; docs/benchmarks.md section 1). Not
-# CP-SAT's own two workers: one solve with a second subsolver, worse at S on this machine.
+# then as the machine's speed swings (S hard and full, paired cycles with and without it: dev
+# hard worst gap 0.82 -> 0.08%, held-out full 1.44 -> 0.35%; docs/benchmarks.md section 1,
+# twenty-second pass). Not CP-SAT's own two workers: one solve with a second subsolver, worse
+# at S on this machine.
 HINTED_BESIDE = True
 LP_SHARE = 0.5
 # Of greedy's first pass: what another pass still takes once its victim search has stopped at its

@@ -502,7 +502,7 @@ class _Walk:
         # Take-backs found to open no slot, with the victim's size then, while none of their
         # nodes got room back since (room elsewhere only shrinks): retested, they fail again.
         # A walk taking groups retests thousands of deferred breaks after each group, on nodes
-        # the group did not touch (L fragmented: two thirds of greedy's pass).
+        # the group did not touch (L fragmented 1007: greedy's pass 1.84 -> 1.13 s, same plan).
         self._slotless: dict[tuple[int, int], int] = {}
         self._slotless_on: dict[str, list[tuple[int, int]]] = {}
         self._given_read = len(st.nodes.given)
