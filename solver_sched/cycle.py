@@ -439,13 +439,7 @@ def _cycle(
         hint = first.values if first.values is not None else hint
         if solving is None:  # an explicit search, hinted with the best candidate; or none
             solving = search(hint)
-        elif (
-            HINTED_BESIDE
-            and backend == "cpsat"
-            and solving.search is not None
-            and len(built.model.names) <= SMALL_MODEL
-            and first.values is not None
-        ):
+        elif first.values is not None and _hinted_beside(backend, solving, built):
             hinted = search(first.values)  # on the core the candidates no longer use
         with timer("check"):  # on this thread, while the solver searches
             verdict(snapshot, first, now, s)
@@ -456,14 +450,11 @@ def _cycle(
         raise
     assert solving is not None
     with timer("solve"):
+        deadline = None
         if search_budget is not None:  # greedy's plan's pack and check, the solver's needs
             after = timer.phases.get("plan", 0.0) + timer.phases.get("check", 0.0)
             deadline = search_deadline(start, search_budget, after)
-            if hinted is not None:
-                stop_both_at(deadline, solving, hinted)
-            else:
-                solving.stop_at(deadline)
-        stats, values = _better(built, solving.result(), hinted.result() if hinted else None)
+        stats, values = _searched(built, solving, hinted, deadline)
     candidates = [first, *rest]
     # When repacking and compacting must end: MARGIN of the budget (as the search's deadline),
     # plus an explicit search's nominal limit (not the time it took: one that proves its optimum
@@ -519,21 +510,38 @@ def _cycle(
     return CycleResult(plan, stats, {}, timer.phases, rejected or ["no plan"], "")
 
 
-def _better(
-    built: Built,
-    one: tuple[SolveStats, list[int] | None],
-    other: tuple[SolveStats, list[int] | None] | None,
+def _hinted_beside(backend: str, solving: Solving, built: Built) -> bool:
+    """Whether a hinted search joins the budgeted one under way (HINTED_BESIDE): CP-SAT, a
+    search that runs, a small model."""
+    return (
+        HINTED_BESIDE
+        and backend == "cpsat"
+        and solving.search is not None
+        and len(built.model.names) <= SMALL_MODEL
+    )
+
+
+def _searched(
+    built: Built, solving: Solving, hinted: Solving | None, deadline: float | None
 ) -> tuple[SolveStats, list[int] | None]:
-    """Of two searches' outcomes (stats, model values), the one whose solution the model values
-    higher; the first on a tie, or where the other found none."""
-    if other is None or other[1] is None:
+    """The searches' outcome (stats, model values), once stopped at ``deadline`` (None: each
+    runs to its own limit): of two, the one whose solution the model values higher, the
+    unhinted one on a tie or where the hinted one found none."""
+    if deadline is not None:
+        if hinted is not None:
+            stop_both_at(deadline, solving, hinted)
+        else:
+            solving.stop_at(deadline)
+    one = solving.result()
+    if hinted is None:
         return one
-    if one[1] is None or built.model.objective_value(other[1]) > built.model.objective_value(
-        one[1]
+    stats, values = hinted.result()
+    if values is None or (
+        one[1] is not None
+        and built.model.objective_value(values) <= built.model.objective_value(one[1])
     ):
-        stats, values = other
-        return replace(stats, detail=f"{stats.detail} (hinted, beside the unhinted search)"), values
-    return one
+        return one
+    return replace(stats, detail=f"{stats.detail} (hinted, beside the unhinted search)"), values
 
 
 def _variant(
