@@ -10,6 +10,7 @@ from tests.support.builders import (
     NOW,
     config,
     gang,
+    leaf_queues,
     node,
     plan,
     quota_tree,
@@ -295,15 +296,7 @@ def test_a_gang_that_found_no_room_starts_in_what_a_later_start_freed_and_left(
     # top (queue b) is tried first and finds no room: the only node is held by low, which only a
     # higher-priority start of queue a may break. hi (queue a) breaks it and uses half its node;
     # top starts in the other half, not a cycle later.
-    tree = quota_tree(
-        {
-            "name": "root",
-            "children": [
-                {"name": "a", "namespaces": ["team-a"]},
-                {"name": "b", "namespaces": ["team-b"]},
-            ],
-        }
-    )
+    tree = leaf_queues(("a", "team-a"), ("b", "team-b"))
     snap = snapshot(
         node("n", gpus=8),
         tree,

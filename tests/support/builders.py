@@ -21,6 +21,12 @@ NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 node, pod, gang, pod_group, quota_tree = m.node, m.pod, m.gang, m.pod_group, m.quota_tree
 
 
+def leaf_queues(*leaves: tuple[str, str]) -> dict[str, Any]:
+    """An ElasticQuotaTree of leaf queues under the root, no min or max: (queue, namespace)."""
+    children = [{"name": q, "namespaces": [ns]} for q, ns in leaves]
+    return quota_tree({"name": "root", "children": children})
+
+
 def other(name: str, node_name: str, gpus: int, namespace: str = "infra") -> dict[str, Any]:
     """A running pod of another scheduler: consumes capacity, never ours to touch."""
     return m.pod(

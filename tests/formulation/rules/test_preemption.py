@@ -7,9 +7,9 @@ from solver_sched.formulation.rules import preemption
 from tests.support.builders import (
     config,
     gang,
+    leaf_queues,
     node,
     plan,
-    quota_tree,
     snapshot,
     workers_after,
 )
@@ -52,15 +52,7 @@ def test_priority_preemption_can_be_switched_off(backend: str) -> None:
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_priority_never_preempts_across_queues(backend: str) -> None:
-    tree = quota_tree(
-        {
-            "name": "root",
-            "children": [
-                {"name": "team-a", "namespaces": ["team-a"]},
-                {"name": "team-b", "namespaces": ["team-b"]},
-            ],
-        }
-    )
+    tree = leaf_queues(("team-a", "team-a"), ("team-b", "team-b"))
     snap = snapshot(
         node("a", gpus=4),
         tree,
@@ -212,15 +204,7 @@ def test_an_elastic_job_scales_in_only_for_a_starting_gang(
 
 
 def test_a_higher_priority_gang_of_another_queue_licenses_no_break() -> None:
-    tree = quota_tree(
-        {
-            "name": "root",
-            "children": [
-                {"name": "qa", "namespaces": ["team-a"]},
-                {"name": "qb", "namespaces": ["team-b"]},
-            ],
-        }
-    )
+    tree = leaf_queues(("qa", "team-a"), ("qb", "team-b"))
     rm = rule_model(
         snapshot(
             node("a", gpus=4),
