@@ -50,7 +50,7 @@ from solver_sched.solvers.greedy import (
 )
 from solver_sched.solvers.lp import relaxation
 from solver_sched.solvers.result import SolveStats
-from solver_sched.solvers.solving import BACKENDS, Solving, solution_assignment, stop_both_at
+from solver_sched.solvers.solving import BACKENDS, Solving, solution_assignment
 from solver_sched.solvers.topology_baselines import BASELINES, replay
 
 __all__ = ["BACKENDS", "CycleResult", "run_cycle"]
@@ -528,10 +528,7 @@ def _searched(
     runs to its own limit): of two, the one whose solution the model values higher, the
     unhinted one on a tie or where the hinted one found none."""
     if deadline is not None:
-        if hinted is not None:
-            stop_both_at(deadline, solving, hinted)
-        else:
-            solving.stop_at(deadline)
+        solving.stop_at(deadline, hinted)
     one = solving.result()
     if hinted is None:
         return one

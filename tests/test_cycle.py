@@ -22,7 +22,7 @@ from solver_sched.solvers import cpsat
 from solver_sched.solvers.budget import auto_budget
 from solver_sched.solvers.greedy import assignment_of
 from solver_sched.solvers.result import SolveStatus
-from solver_sched.solvers.solving import Solving, stop_both_at
+from solver_sched.solvers.solving import Solving
 from solver_sched.synthetic import synthetic_objects
 from tests.support.builders import (
     NOW,
@@ -665,9 +665,10 @@ def test_no_hinted_search_beside_a_model_past_the_small_ones(
 
 
 def test_two_searches_stop_once_either_proves_its_optimum() -> None:
-    """stop_both_at: one search proves a tiny model's optimum at once; the other, on a model
-    whose optimum takes CP-SAT seconds to prove, is stopped then, unproven, long before the
-    deadline it was given (the test waits on the searches, not on a clock)."""
+    """Solving.stop_at with a search beside: one search proves a tiny model's optimum at once;
+    the other, on a model whose optimum takes CP-SAT seconds to prove, is stopped then,
+    unproven, long before the deadline it was given (the test waits on the searches, not on a
+    clock)."""
     big = snapshot_from_objects(synthetic_objects(512, 1000, 500, 1, NOW))
     cfg = config(time_limit_seconds=60.0)
     small = snapshot(node("n1", gpus=8), gang("g", 4))
@@ -679,7 +680,7 @@ def test_two_searches_stop_once_either_proves_its_optimum() -> None:
         built.model.write_rows()
         searches.append(Solving("cpsat", model, built, None, 60.0, cfg.settings))
     searches[0].thread.join()  # type: ignore[union-attr]
-    stop_both_at(time.perf_counter() + 60.0, searches[1], searches[0])
+    searches[1].stop_at(time.perf_counter() + 60.0, searches[0])
     (proved, _), (stopped, _) = searches[0].result(), searches[1].result()
     assert proved.status == SolveStatus.OPTIMAL
     assert stopped.status != SolveStatus.OPTIMAL

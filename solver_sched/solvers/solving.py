@@ -21,6 +21,7 @@ from solver_sched.solvers.milp import solve_milp
 from solver_sched.solvers.result import Assignment, SolveStats, SolveStatus
 
 BACKENDS = ("cpsat", "milp", "greedy")
+POLL = 0.005  # seconds between looks at two searches under way together (Solving.stop_at)
 
 
 class Solving:
@@ -78,13 +79,18 @@ class Solving:
         except BaseException as exc:  # re-raised on the caller's thread by result()
             self.crash = exc
 
-    def stop_at(self, deadline: float) -> None:
-        """Stops the search at ``deadline`` (a perf_counter time) if it still runs then."""
-        if self.thread is None:
-            return
-        self.thread.join(timeout=max(0.0, deadline - time.perf_counter()))
-        if self.thread.is_alive():
-            self.cancel()
+    def stop_at(self, deadline: float, beside: Solving | None = None) -> None:
+        """Stops the search at ``deadline`` (a perf_counter time) if it still runs then. With
+        ``beside``, another search of the same model, both stop then, or as soon as either has
+        proved its optimum (the other can find nothing better)."""
+        searches = [self] if beside is None else [self, beside]
+        while (left := deadline - time.perf_counter()) > 0:
+            alive = [s.thread for s in searches if s.thread is not None and s.thread.is_alive()]
+            if not alive or any(s.proved() for s in searches):
+                break
+            alive[0].join(timeout=left if len(alive) == 1 else min(POLL, left))
+        for s in searches:
+            s.cancel()
 
     def proved(self) -> bool:
         """The search is over and proved its solution optimal (or the model infeasible)."""
@@ -149,18 +155,3 @@ def solution_assignment(problem: Problem, built: Built, values: list[int]) -> As
         for name, per in pods_in.items()
     }
     return Assignment(sizes, counts, domains)
-
-
-POLL = 0.005  # seconds between looks at two searches under way together
-
-
-def stop_both_at(deadline: float, one: Solving, other: Solving) -> None:
-    """Stops two searches of one model at ``deadline``, or as soon as either has proved its
-    optimum (the other can find nothing better) or both are over."""
-    while time.perf_counter() < deadline:
-        alive = [s.thread for s in (one, other) if s.thread is not None and s.thread.is_alive()]
-        if not alive or one.proved() or other.proved():
-            break
-        alive[0].join(timeout=min(POLL, max(0.0, deadline - time.perf_counter())))
-    one.cancel()
-    other.cancel()
