@@ -14,10 +14,10 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
 
-from solver_sched.config.schema import SchedulerConfig
+from solver_sched.config.schema import SchedulerConfig, Settings
 from solver_sched.domain.plan import Plan
 from solver_sched.domain.snapshot import ClusterSnapshot
-from solver_sched.domain.topology import choose
+from solver_sched.domain.topology import Topology, choose
 from solver_sched.formulation.aggregate import aggregate, oldest_first
 from solver_sched.formulation.build import Built, build
 from solver_sched.formulation.prepare import prepare
@@ -263,16 +263,7 @@ def _cycle(
         limit = min(limit, search_budget)
     timer = _Timer()
     with timer("model"):
-        topology, topology_note = choose(
-            config.topology.levels, config.topology.kueue_topology, snapshot.topologies
-        )
-        problem = prepare(snapshot, config.weights, s, now, topology)
-        if topology_note:
-            problem = replace(problem, topology_note=topology_note)
-        model = aggregate(problem, oldest_first(snapshot))  # what the solver sees
-        build_start = time.perf_counter()
-        built = build(model)  # its rows are written when first read (a search, the LP)
-        building = time.perf_counter() - build_start
+        topology, problem, model, built, building = _model(snapshot, config, now)
     share = VARIANTS if len(built.model.names) > SMALL_MODEL else VARIANTS_SMALL
     clock = _Clock(start, budget, search_budget, backend != "greedy", timer, building, share)
     # greedy's later passes in a forked child, beside greedy's first pass and the parent's own
@@ -456,15 +447,7 @@ def _cycle(
             deadline = search_deadline(start, search_budget, after)
         stats, values = _searched(built, solving, hinted, deadline)
     candidates = [first, *rest]
-    # When repacking and compacting must end: MARGIN of the budget (as the search's deadline),
-    # plus an explicit search's nominal limit (not the time it took: one that proves its optimum
-    # early leaves the rest to them), less the emitted plan's check, about as long as greedy's
-    # plan's (measured above). Repacks that ran to the budget's end with the check after them
-    # took M hetero-resource 1011 to 1.005 s of a 1 s budget.
-    packs_end = None
-    if budget is not None:
-        searched = limit if explicit and backend != "greedy" else 0.0
-        packs_end = start + MARGIN * budget + searched - timer.phases.get("check", 0.0)
+    packs_end = _packs_end(start, budget, explicit and backend != "greedy", limit, timer)
     # A solution equal to the best candidate's values (an explicit search's hint given back
     # unimproved) is that plan: packed again, it would only be checked again (at XL that is 1-2
     # s). Nor is one the model values below that plan packed: packing keeps its value or loses
@@ -473,28 +456,69 @@ def _cycle(
     # it, returns such plans. Both are still tried when that plan failed the checker.
     if values is not None and (first.violations or may_rank_first(built, values, hint, first)):
         with timer("plan"):
-            assignment = solution_assignment(model, built, values)
-            packing = time.perf_counter()
-            st, notes, failed = pack(snapshot, problem, assignment)
-            candidates.append(score(model, built, backend, st, notes, None))
-            packing = time.perf_counter() - packing
-            ahead: list[str] = []
-            for _ in range(REPACKS):  # the optimum lost in packing: again, those jobs first
-                ahead += [f for f in failed if f not in ahead]
-                if not failed or (
-                    packs_end is not None and time.perf_counter() + packing > packs_end
-                ):
-                    break
-                st, notes, failed = pack(snapshot, problem, assignment, first=ahead)
-                candidates.append(score(model, built, backend, st, notes, None))
+            candidates += _solver_plans(snapshot, problem, model, built, backend, values, packs_end)
     candidates.sort(key=lambda c: c.rank, reverse=True)  # ties go to the solver
     if problem.asks and (packs_end is None or time.perf_counter() + one_pass <= packs_end):
         with timer("plan"):  # the best plan's sizes, best-fit decreasing (planning/pack.py)
             st, notes, _ = compact(snapshot, problem, candidates[0].state)
             candidates.append(score(model, built, COMPACT, st, notes, None))
         candidates.sort(key=lambda c: c.rank, reverse=True)
+    return _checked(snapshot, candidates, stats, timer, now, s)
+
+
+def _packs_end(
+    start: float, budget: float | None, searched: bool, limit: float, timer: _Timer
+) -> float | None:
+    """When repacking and compacting must end: MARGIN of the budget (as the search's deadline),
+    plus an explicit search's nominal limit where one ``searched`` (not the time it took: one
+    that proves its optimum early leaves the rest to them), less the emitted plan's check, about
+    as long as greedy's plan's (measured). Repacks that ran to the budget's end with the check
+    after them took M hetero-resource 1011 to 1.005 s of a 1 s budget. None: no budget."""
+    if budget is None:
+        return None
+    return start + MARGIN * budget + (limit if searched else 0.0) - timer.phases.get("check", 0.0)
+
+
+def _solver_plans(
+    snapshot: ClusterSnapshot,
+    problem: Problem,
+    model: Problem,
+    built: Built,
+    backend: str,
+    values: list[int],
+    packs_end: float | None,
+) -> list[Candidate]:
+    """The solver's solution packed onto nodes; while some job fails to pack (the optimum lost
+    in packing), packed again with those jobs first, up to REPACKS times while ``packs_end``
+    leaves time for another packing."""
+    assignment = solution_assignment(model, built, values)
+    packing = time.perf_counter()
+    st, notes, failed = pack(snapshot, problem, assignment)
+    out = [score(model, built, backend, st, notes, None)]
+    packing = time.perf_counter() - packing
+    ahead: list[str] = []
+    for _ in range(REPACKS):
+        ahead += [f for f in failed if f not in ahead]
+        if not failed or (packs_end is not None and time.perf_counter() + packing > packs_end):
+            break
+        st, notes, failed = pack(snapshot, problem, assignment, first=ahead)
+        out.append(score(model, built, backend, st, notes, None))
+    return out
+
+
+def _checked(
+    snapshot: ClusterSnapshot,
+    candidates: list[Candidate],
+    stats: SolveStats,
+    timer: _Timer,
+    now: datetime,
+    s: Settings,
+) -> CycleResult:
+    """The best candidate the independent checker accepts, best first. Fail closed: a plan the
+    checker rejects is never emitted; with none accepted, the plan binds and evicts nothing
+    (its rows, the best candidate's, say why each job waits) and carries the violations."""
     rejected: list[str] = []
-    for c in candidates:  # best first; fail closed: a plan the checker rejects is never emitted
+    for c in candidates:
         if c.plan is None:
             with timer("check"):
                 verdict(snapshot, c, now, s)
@@ -508,6 +532,24 @@ def _cycle(
     jobs = diff(snapshot, candidates[0].state, now, []).jobs
     plan = Plan(jobs=jobs, notes=("no plan passed the checker", *rejected))
     return CycleResult(plan, stats, {}, timer.phases, rejected or ["no plan"], "")
+
+
+def _model(
+    snapshot: ClusterSnapshot, config: SchedulerConfig, now: datetime
+) -> tuple[Topology, Problem, Problem, Built, float]:
+    """The topology levels in force, the problem, the model the solver sees (jobs aggregated)
+    and its build, whose rows are written when first read (a search, the LP); with the build's
+    seconds, the cycle's measure of the model's size on this machine, now."""
+    topology, topology_note = choose(
+        config.topology.levels, config.topology.kueue_topology, snapshot.topologies
+    )
+    problem = prepare(snapshot, config.weights, config.settings, now, topology)
+    if topology_note:
+        problem = replace(problem, topology_note=topology_note)
+    model = aggregate(problem, oldest_first(snapshot))
+    build_start = time.perf_counter()
+    built = build(model)
+    return topology, problem, model, built, time.perf_counter() - build_start
 
 
 def _hinted_beside(backend: str, solving: Solving, built: Built) -> bool:
