@@ -114,6 +114,14 @@ LP_SHARE = 0.5
 # The deadline keeps the budget where a pass costs more than the first (value-greedy: 1.4-1.9x
 # at L), keeping the victims taken so far (docs/benchmarks.md section 1).
 TAIL = 0.5
+# The dense pass, the greedy backend's second plan, runs where TAIL of a pass fits before its
+# end, its victim search cut for it, not only where a whole pass fits: at L a whole second pass
+# missed its end by a few percent of a pass in some cycles and not in others, as the machine's
+# speed swung, and the search that ran instead never made an L plan. L fragmented 1001-1008,
+# paired, two cycles each way: below the greedy-only cycle in 2 of 16 -> 0 of 16, the plan
+# x1.0053 (geometric mean; 1008's gap 3.11 -> 0.00%); the other L presets unchanged
+# (docs/benchmarks.md section 1, twenty-third pass).
+SECOND_CUT_TO_FIT = True
 
 
 # what the child beside sends per pass: sizes, pending pods' nodes, notes, model values
@@ -189,9 +197,10 @@ class _Clock:
         assert self.budget is not None
         return self.start + MARGIN * self.budget - rows * self.building
 
-    def fits(self, end: float | None) -> bool:
-        """Another pass (about as long as the first) ends by ``end`` (None: no budget)."""
-        return end is None or time.perf_counter() + self.one_pass <= end
+    def fits(self, end: float | None, of_pass: float = 1.0) -> bool:
+        """``of_pass`` of another pass (about as long as the first) ends by ``end`` (None: no
+        budget); TAIL of one: the part after its victim search, cut for ``end``."""
+        return end is None or time.perf_counter() + of_pass * self.one_pass <= end
 
     def room_for_another(self, share: float | None = None, past_share: bool = True) -> bool:
         return self.fits(self.latest(share, past_share))
@@ -345,13 +354,14 @@ def _cycle(
     if end is not None and backend != "greedy":  # never earlier than the greedy backend's
         end = max(end, clock.latest(rows=WITH_ROWS) or end)  # no rows follow a window that short
     dense = bool(problem.gang_start) and problem.too_large is None  # wanted, until it ran
-    if dense and clock.fits(end):
+    if dense and clock.fits(end, TAIL if SECOND_CUT_TO_FIT else 1.0):
         # the start bonus values small gangs more per GPU: greedy in that order too, for the
         # greedy backend as well, so greedy and the model optimise the same objective. It is
         # the greedy backend's second plan, so it comes first, with that backend's deadline at
         # the least: later where no search could follow anyway, as value-greedy's, since a
         # slower Python phase than in that backend's cycle must not skip it (M full 1019 came
         # out x0.9995 of the greedy-only cycle: the dense pass not run, value-greedy's plan).
+        # Where a whole pass does not fit, a cut one still may (SECOND_CUT_TO_FIT).
         another(SECOND, end)
         dense = False
     # The model's rows, written now where a search may still follow: the rules below then weigh

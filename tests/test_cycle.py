@@ -477,20 +477,57 @@ def test_when_no_search_could_follow_the_candidates_may_use_the_budget(
 def test_the_dense_pass_skipped_while_a_search_runs_beside_leaves_the_slot_to_value_greedy(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """As "skipped" above, but the window is long enough for the model's rows (0.6 s to write):
-    a search is started beside the candidates, so the dense pass, skipped in its share, is not
+    """As "skipped" above (a 10 s budget, passes of 3.4 s), but the window is long enough for the
+    model's rows (0.6 s to write), and not even the part of a pass after its victim search (TAIL
+    of one) fits in the share: a
+    search is started beside the candidates, so the dense pass, skipped in its share, is not
     tried again, and the one pass that still fits (the check's estimate now counts the rows) is
     value-greedy's: it paid up to 1.1% more than the dense pass there (M dev seeds;
     docs/benchmarks.md section 1, fifteenth pass)."""
-    cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 8.0, "lpGuide": False}})
+    cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 10.0, "lpGuide": False}})
     snap = snapshot_from_objects(synthetic_objects(16, 40, 20, 1, NOW))
     seen = _limits(monkeypatch)
     tried = tried_variants(monkeypatch)
-    _slowed(monkeypatch, build=0.4, greedy=2.2, rows=0.6)
+    _slowed(monkeypatch, build=0.4, greedy=3.4, rows=0.6)
     result = cycle_module.run_cycle(snap, cfg, NOW, "cpsat")
     assert len(seen) == 1  # the search was started
     assert result.violations == []
     assert tried == [cycle_module.VALUE_AWARE]
+
+
+@pytest.mark.parametrize("cut", [True, False], ids=["cut-to-fit", "whole-only"])
+def test_the_dense_pass_runs_cut_where_only_its_tail_fits(
+    monkeypatch: pytest.MonkeyPatch, cut: bool
+) -> None:
+    """Passes of 2.2 s after a 0.4 s build in an 8 s budget: a whole second pass would end past
+    the small model's half of the budget, TAIL of one would not. The dense pass, the greedy
+    backend's second plan, still runs first, its victim search cut TAIL of a pass before that
+    end, rather than leaving the time to a search (at L a whole pass missed its end in some
+    cycles and not others, and the search that ran instead never made a plan: below the
+    greedy-only cycle by up to 3.1%; docs/benchmarks.md section 1, twenty-third pass). Without
+    the rule (whole-only) it is skipped."""
+    monkeypatch.setattr(cycle_module, "SECOND_CUT_TO_FIT", cut)
+    cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 8.0, "lpGuide": False}})
+    snap = snapshot_from_objects(synthetic_objects(16, 40, 20, 1, NOW))
+    given: dict[str, float | None] = {}
+    variant = cycle_module._variant
+
+    def recorded_variant(*a: Any, **k: Any) -> Any:
+        given[a[5]] = a[6]
+        return variant(*a, **k)
+
+    monkeypatch.setattr(cycle_module, "_variant", recorded_variant)
+    _slowed(monkeypatch, build=0.4, greedy=2.2, rows=0.6)
+    start = time.perf_counter()
+    result = cycle_module.run_cycle(snap, cfg, NOW, "cpsat")
+    assert result.violations == []
+    if not cut:
+        assert cycle_module.SECOND not in given
+        return
+    assert list(given)[:1] == [cycle_module.SECOND]
+    deadline = given[cycle_module.SECOND]
+    share_end = start + cycle_module.VARIANTS_SMALL * 8.0
+    assert deadline is not None and deadline <= share_end - cycle_module.TAIL * 2.2
 
 
 def test_greedys_other_passes_stop_taking_victims_before_the_budget_ends(
