@@ -479,11 +479,10 @@ def test_the_dense_pass_skipped_while_a_search_runs_beside_leaves_the_slot_to_va
 ) -> None:
     """As "skipped" above (a 10 s budget, passes of 3.4 s), but the window is long enough for the
     model's rows (0.6 s to write), and not even the part of a pass after its victim search (TAIL
-    of one) fits in the share: a
-    search is started beside the candidates, so the dense pass, skipped in its share, is not
-    tried again, and the one pass that still fits (the check's estimate now counts the rows) is
-    value-greedy's: it paid up to 1.1% more than the dense pass there (M dev seeds;
-    docs/benchmarks.md section 1, fifteenth pass)."""
+    of one) fits in the share: a search is started beside the candidates, so the dense pass,
+    skipped in its share, is not tried again, and the one pass that still fits (the check's
+    estimate now counts the rows) is value-greedy's: it paid up to 1.1% more than the dense pass
+    there (M dev seeds; docs/benchmarks.md section 1, fifteenth pass)."""
     cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 10.0, "lpGuide": False}})
     snap = snapshot_from_objects(synthetic_objects(16, 40, 20, 1, NOW))
     seen = _limits(monkeypatch)
