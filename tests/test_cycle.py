@@ -34,6 +34,7 @@ from tests.support.builders import (
     quota_tree,
     snapshot,
     tried_variants,
+    variant_deadlines,
     workers_after,
 )
 from tests.support.processes import gone
@@ -508,14 +509,7 @@ def test_the_dense_pass_runs_cut_where_only_its_tail_fits(
     monkeypatch.setattr(cycle_module, "SECOND_CUT_TO_FIT", cut)
     cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 8.0, "lpGuide": False}})
     snap = snapshot_from_objects(synthetic_objects(16, 40, 20, 1, NOW))
-    given: dict[str, float | None] = {}
-    variant = cycle_module._variant
-
-    def recorded_variant(*a: Any, **k: Any) -> Any:
-        given[a[5]] = a[6]
-        return variant(*a, **k)
-
-    monkeypatch.setattr(cycle_module, "_variant", recorded_variant)
+    given = variant_deadlines(monkeypatch)
     _slowed(monkeypatch, build=0.4, greedy=2.2, rows=0.6)
     start = time.perf_counter()
     result = cycle_module.run_cycle(snap, cfg, NOW, "cpsat")
@@ -539,20 +533,15 @@ def test_greedys_other_passes_stop_taking_victims_before_the_budget_ends(
     budget, where a search may still follow), so the plan is not below that backend's. No pass
     of a cycle without a budget gets one."""
     first: list[float | None] = []
-    given: dict[str, float | None] = {}
-    real, variant = cycle_module.greedy_plan, cycle_module._variant
+    real = cycle_module.greedy_plan
 
     def recorded(*a: Any, **k: Any) -> Any:
         if not first:
             first.append(k.get("deadline"))
         return real(*a, **k)
 
-    def recorded_variant(*a: Any, **k: Any) -> Any:
-        given[a[5]] = a[6]
-        return variant(*a, **k)
-
     monkeypatch.setattr(cycle_module, "greedy_plan", recorded)
-    monkeypatch.setattr(cycle_module, "_variant", recorded_variant)
+    given = variant_deadlines(monkeypatch)
     snap = snapshot_from_objects(synthetic_objects(16, 40, 20, 1, NOW))
     cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 4.0}})
     start = time.perf_counter()

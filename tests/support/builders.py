@@ -3,6 +3,7 @@ exercises the edge the CLI and controller use."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -77,14 +78,29 @@ def assert_solver_decided(result: CycleResult) -> None:
     assert result.stats.objective == result.stats.solver_objective
 
 
-def tried_variants(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The labels of greedy's other passes a cycle runs, in order (recorded while patched)."""
-    tried: list[str] = []
+def _record_variants(
+    monkeypatch: pytest.MonkeyPatch, record: Callable[[str, float | None], object]
+) -> None:
+    """``record(label, deadline)`` for each of greedy's other passes a cycle runs, while patched."""
     variant = cycle_module._variant
 
     def recorded_variant(*a: Any, **k: Any) -> Any:
-        tried.append(a[5])
+        record(a[5], a[6])
         return variant(*a, **k)
 
     monkeypatch.setattr(cycle_module, "_variant", recorded_variant)
+
+
+def tried_variants(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The labels of greedy's other passes a cycle runs, in order (recorded while patched)."""
+    tried: list[str] = []
+    _record_variants(monkeypatch, lambda label, _: tried.append(label))
     return tried
+
+
+def variant_deadlines(monkeypatch: pytest.MonkeyPatch) -> dict[str, float | None]:
+    """The victim-search deadline each of greedy's other passes a cycle runs was given, by label
+    in the order they ran (recorded while patched)."""
+    given: dict[str, float | None] = {}
+    _record_variants(monkeypatch, given.__setitem__)
+    return given
