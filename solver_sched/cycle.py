@@ -212,6 +212,180 @@ class _Clock:
         return None if end is None else end - TAIL * self.one_pass
 
 
+class _Candidates:
+    """Greedy's candidates, made one after another on the cycle's thread, and what runs beside
+    them: the child's passes (received between two passes, and waited for at the end) and the
+    searches, started between them on a worker thread."""
+
+    def __init__(
+        self,
+        snapshot: ClusterSnapshot,
+        problem: Problem,
+        model: Problem,
+        built: Built,
+        topology: Topology,
+        backend: str,
+        s: Settings,
+        timer: _Timer,
+        clock: _Clock,
+        limit: float,
+    ) -> None:
+        self.snapshot, self.problem, self.model, self.built = snapshot, problem, model, built
+        self.topology, self.backend, self.s = topology, backend, s
+        self.timer, self.clock, self.limit = timer, clock, limit
+        self.beside: Beside | None = None
+        self.labels: tuple[str, ...] = ()  # the child's passes
+        self.child_end = clock.start  # when its last pass ends
+        self.received: dict[str, _Sent | None] = {}
+        self.others: list[Candidate | None] = []
+
+    def fork(self, ends: ExitStack) -> None:
+        """Greedy's later passes in a forked child, beside greedy's first pass and the parent's
+        own (planning/beside.py): where no search takes the second core, it would idle (M on a
+        slow machine). Killed once a search starts; what it sent is read before the ranking."""
+        self.labels = (VALUE_AWARE, *((DENSE,) if self.problem.gang_start else ()))
+        self.child_end = self.clock.before_check(WITH_ROWS)
+        with self.timer("beside"):
+            work = partial(
+                _passes_beside,
+                self.snapshot,
+                self.problem,
+                self.model,
+                self.built,
+                self.labels,
+                self.child_end,
+                time.perf_counter() - self.clock.start,
+            )
+            self.beside = ends.enter_context(Beside(work))
+
+    def first_pass(self) -> list[int] | None:
+        """Greedy's plan, the first candidate; its model values (a search's hint), if it maps."""
+        model, built = self.model, self.built
+        with self.timer("greedy"):
+            state = greedy_plan(self.snapshot, self.problem)  # concrete already: no packing
+            greedy = assignment_of(state)
+            hint = to_values(model, built, greedy.sizes, greedy.counts)
+        with self.timer("plan"):
+            self.others.append(score(model, built, GREEDY, state, [], hint))
+        return hint
+
+    def receive(self) -> None:
+        if self.beside is not None:
+            with self.timer("beside"):
+                self.received.update(self.beside.arrived())
+
+    def search(self, hinted: list[int] | None) -> Solving:
+        """The search, translated and started on its worker thread. An explicit one runs for its
+        own limit; a budgeted one at most for what the budget leaves (it is stopped at its
+        deadline), and not at all with too little of the budget left or a window too short for
+        it to return more than the candidates (its stats then say why)."""
+        clock, search_budget = self.clock, self.clock.search_budget
+        problem, built, limit, s = self.model, self.built, self.limit, self.s
+        with self.timer("solve"):
+            if search_budget is None:
+                return Solving(self.backend, problem, built, hinted, limit, s, None)
+            at = time.perf_counter()
+            left = clock.start + search_budget - at
+            skip = None
+            if left < NO_SEARCH_BELOW * search_budget:
+                skip = f"no search: {max(0.0, left):.2f}s of the {search_budget:.2f}s budget left"
+            elif (open_for := clock.window(at, search_budget)) < SEARCH_NEEDS * clock.building:
+                needed = SEARCH_NEEDS * clock.building
+                skip = f"no search: a window of {max(0.0, open_for):.2f}s, {needed:.2f}s needed"
+            if skip is None and self.beside is not None:  # the search takes the second core
+                self.receive()
+                self.beside.stop()
+            window = min(limit, max(0.01, left))
+            return Solving(self.backend, problem, built, hinted, window, s, skip)
+
+    def another(
+        self, label: str, end: float | None, shares: dict[str, float] | None = None
+    ) -> None:
+        """Greedy's pass ``label`` as another candidate, its victim search cut for ``end``;
+        none where the child beside has sent it."""
+        self.receive()
+        if label in self.received:
+            return
+        deadline = self.clock.cutoff(end)
+        self.others.append(
+            _variant(
+                self.snapshot,
+                self.problem,
+                self.model,
+                self.built,
+                self.timer,
+                label,
+                deadline,
+                shares,
+            )
+        )
+
+    def later(self, dense_first: bool) -> None:
+        """The candidates after the dense pass, each where the budget leaves room for it: the
+        dense pass first where ``dense_first`` (no search follows after all), value-greedy, the
+        LP relaxation's order, each order again with the other victim rule, the topology
+        baselines."""
+        clock, s = self.clock, self.s
+        if dense_first and clock.fits(end := clock.latest()):
+            self.another(SECOND, end)
+        # Where a search runs beside them, value-greedy keeps the slot: it paid up to 1.1% more
+        # there (M dev seeds; docs/benchmarks.md section 1, fifteenth pass). It is the candidate
+        # that pays most where the search cannot.
+        if clock.fits(end := clock.latest()):
+            self.another(VALUE_AWARE, end)
+        shares = None
+        if s.lp_guide and clock.room_for_another(LP_SHARE, past_share=False):
+            with self.timer("lp"):  # which gangs the relaxation starts: greedy in that order too
+                # within its share of the budget: at L with topology on, the LP of the
+                # per-domain model took 3.5 s of a 3 s target (docs/benchmarks.md section 5)
+                lp_window = (
+                    self.limit
+                    if clock.budget is None
+                    else clock.start + LP_SHARE * clock.budget - time.perf_counter()
+                )
+                shares = relaxation(self.model, self.built, min(self.limit, lp_window))
+            if shares is not None and clock.fits(end := clock.latest()):
+                self.another(GUIDED, end, shares)
+        # Each order again with the other victim rule, in what is left of the candidates'
+        # share: where the search finds nothing better in its window, these decide the
+        # plan (M dev seeds, worst gap to the best known: fragmented 1.31 -> 0.92%, full
+        # 1.30 -> 0.99%; docs/benchmarks.md section 1).
+        guided = shares is not None
+        wanted = ((DENSE, self.problem.gang_start, None), (GUIDED_VALUE, guided, shares))
+        for label, useful, given in wanted:
+            if useful and clock.fits(end := clock.latest()):
+                self.another(label, end, given)
+        if self.problem.asks:  # never below a topology baseline's plan
+            for name, baseline in BASELINES.items():
+                if clock.room_for_another():
+                    with self.timer("greedy"):
+                        st = replay(
+                            self.snapshot, self.problem, baseline(self.snapshot, self.topology)
+                        )
+                    with self.timer("plan"):
+                        self.others.append(score(self.model, self.built, name, st, [], None))
+
+    def ranked(self) -> list[Candidate]:
+        """Every candidate made, the child's included, best first. Nothing is left to run
+        here: the pass the child is still on, which stops taking victims for child_end, is
+        waited for up to then rather than lost (M dev seeds: x1.0006 over 72, up to +1.6%;
+        docs/benchmarks.md section 1, twentieth pass). The budget holds: child_end is MARGIN of
+        it less the check's estimate."""
+        self.receive()
+        if self.beside is not None:
+            if not self.received.keys() >= set(self.labels):
+                with self.timer("beside"):
+                    wait = max(0.0, self.child_end - time.perf_counter())
+                    self.received.update(self.beside.arrived(wait=wait))
+            self.beside.stop()
+            with self.timer("beside"):
+                self.others += _arrivals(
+                    self.snapshot, self.problem, self.built, self.received, self.others
+                )
+        made = (c for c in self.others if c is not None)
+        return sorted(made, key=lambda c: c.rank, reverse=True)
+
+
 def run_cycle(
     snapshot: ClusterSnapshot,
     config: SchedulerConfig,
@@ -275,12 +449,7 @@ def _cycle(
         topology, problem, model, built, building = _model(snapshot, config, now)
     share = VARIANTS if len(built.model.names) > SMALL_MODEL else VARIANTS_SMALL
     clock = _Clock(start, budget, search_budget, backend != "greedy", timer, building, share)
-    # greedy's later passes in a forked child, beside greedy's first pass and the parent's own
-    # (planning/beside.py): where no search takes the second core, it would idle (M on a slow
-    # machine). Killed once a search starts; what it sent is read before the ranking.
-    beside = None
-    labels: tuple[str, ...] = ()  # the child's passes
-    child_end = start  # when its last pass ends
+    made = _Candidates(snapshot, problem, model, built, topology, backend, s, timer, clock, limit)
     if (
         BESIDE
         and budget is not None
@@ -289,66 +458,9 @@ def _cycle(
         and problem.too_large is None
         and len(built.model.names) > SMALL_MODEL
     ):
-        labels = (VALUE_AWARE, *((DENSE,) if problem.gang_start else ()))
-        child_end = clock.before_check(WITH_ROWS)
-        with timer("beside"):
-            work = partial(
-                _passes_beside,
-                snapshot,
-                problem,
-                model,
-                built,
-                labels,
-                child_end,
-                time.perf_counter() - start,
-            )
-            beside = ends.enter_context(Beside(work))
-    received: dict[str, _Sent | None] = {}
-
-    def receive() -> None:
-        if beside is not None:
-            with timer("beside"):
-                received.update(beside.arrived())
-
-    with timer("greedy"):
-        greedy_state = greedy_plan(snapshot, problem)  # concrete already: it needs no packing
-        greedy = assignment_of(greedy_state)
-        hint = to_values(model, built, greedy.sizes, greedy.counts)
-    others: list[Candidate | None] = []
-    with timer("plan"):
-        others.append(score(model, built, GREEDY, greedy_state, [], hint))
+        made.fork(ends)
+    hint = made.first_pass()
     clock.one_pass = one_pass = timer.phases["greedy"]
-
-    def search(hinted: list[int] | None) -> Solving:
-        """The search, translated and started on its worker thread. An explicit one runs for its
-        own limit; a budgeted one at most for what the budget leaves (it is stopped at its
-        deadline), and not at all with too little of the budget left or a window too short for
-        it to return more than the candidates (its stats then say why)."""
-        with timer("solve"):
-            if search_budget is None:
-                return Solving(backend, model, built, hinted, limit, s, None)
-            at = time.perf_counter()
-            left = start + search_budget - at
-            skip = None
-            if left < NO_SEARCH_BELOW * search_budget:
-                skip = f"no search: {max(0.0, left):.2f}s of the {search_budget:.2f}s budget left"
-            elif (open_for := clock.window(at, search_budget)) < SEARCH_NEEDS * clock.building:
-                needed = SEARCH_NEEDS * clock.building
-                skip = f"no search: a window of {max(0.0, open_for):.2f}s, {needed:.2f}s needed"
-            if skip is None and beside is not None:  # the search takes the second core
-                receive()
-                beside.stop()
-            return Solving(backend, model, built, hinted, min(limit, max(0.01, left)), s, skip)
-
-    def another(label: str, end: float | None, shares: dict[str, float] | None = None) -> None:
-        """Greedy's pass ``label`` as another candidate, its victim search cut for ``end``;
-        none where the child beside has sent it."""
-        receive()
-        if label in received:
-            return
-        others.append(
-            _variant(snapshot, problem, model, built, timer, label, clock.cutoff(end), shares)
-        )
 
     end = clock.latest(past_share=False)
     if end is not None and backend != "greedy":  # never earlier than the greedy backend's
@@ -362,7 +474,7 @@ def _cycle(
         # slower Python phase than in that backend's cycle must not skip it (M full 1019 came
         # out x0.9995 of the greedy-only cycle: the dense pass not run, value-greedy's plan).
         # Where a whole pass does not fit, a cut one still may (SECOND_CUT_TO_FIT).
-        another(SECOND, end)
+        made.another(SECOND, end)
         dense = False
     # The model's rows, written now where a search may still follow: the rules below then weigh
     # the whole build, measured. Where none can (its window, shrinking from now on, is short of
@@ -379,7 +491,7 @@ def _cycle(
             built.model.write_rows()
             clock.building += time.perf_counter() - rows_start
         if search_budget is not None:  # the budgeted search starts now, beside the candidates
-            solving = search(None)
+            solving = made.search(None)
     else:
         clock.building *= WITH_ROWS
     try:  # a search started above runs while the candidates are made and the best checked
@@ -388,60 +500,15 @@ def _cycle(
             # (no rows written: the candidates alone make the plan, and may now use the budget
             # past their share) comes before the others: it is the greedy backend's plan (L
             # full 1002 came out x0.9986 of the greedy-only cycle: value-greedy run, the dense
-            # pass not). Where a search runs beside them, value-greedy keeps the slot: it paid up
-            # to 1.1% more there (M dev seeds; docs/benchmarks.md section 1, fifteenth pass).
-            if dense and solving is None and clock.fits(end := clock.latest()):
-                another(SECOND, end)
-            # the candidate that pays most where the search cannot
-            if clock.fits(end := clock.latest()):
-                another(VALUE_AWARE, end)
-            shares = None
-            if s.lp_guide and clock.room_for_another(LP_SHARE, past_share=False):
-                with timer("lp"):  # which gangs the relaxation starts: greedy in that order too
-                    # within its share of the budget: at L with topology on, the LP of the
-                    # per-domain model took 3.5 s of a 3 s target (docs/benchmarks.md section 5)
-                    lp_window = (
-                        limit if budget is None else start + LP_SHARE * budget - time.perf_counter()
-                    )
-                    shares = relaxation(model, built, min(limit, lp_window))
-                if shares is not None and clock.fits(end := clock.latest()):
-                    another(GUIDED, end, shares)
-            # Each order again with the other victim rule, in what is left of the candidates'
-            # share: where the search finds nothing better in its window, these decide the
-            # plan (M dev seeds, worst gap to the best known: fragmented 1.31 -> 0.92%, full
-            # 1.30 -> 0.99%; docs/benchmarks.md section 1).
-            guided = shares is not None
-            wanted = ((DENSE, problem.gang_start, None), (GUIDED_VALUE, guided, shares))
-            for label, useful, given in wanted:
-                if useful and clock.fits(end := clock.latest()):
-                    another(label, end, given)
-            if problem.asks:  # never below a topology baseline's plan
-                for name, baseline in BASELINES.items():
-                    if clock.room_for_another():
-                        with timer("greedy"):
-                            st = replay(snapshot, problem, baseline(snapshot, topology))
-                        with timer("plan"):
-                            others.append(score(model, built, name, st, [], None))
-        receive()
-        if beside is not None:
-            # Nothing is left to run here: the pass the child is still on, which stops taking
-            # victims for child_end, is waited for up to then rather than lost (M dev seeds:
-            # x1.0006 over 72, up to +1.6%; docs/benchmarks.md section 1, twentieth pass). The
-            # budget holds: child_end is MARGIN of it less the check's estimate.
-            if not received.keys() >= set(labels):
-                with timer("beside"):
-                    wait = max(0.0, child_end - time.perf_counter())
-                    received.update(beside.arrived(wait=wait))
-            beside.stop()
-            with timer("beside"):
-                others += _arrivals(snapshot, problem, built, received, others)
-        plans = sorted((c for c in others if c is not None), key=lambda c: c.rank, reverse=True)
+            # pass not).
+            made.later(dense and solving is None)
+        plans = made.ranked()
         first, rest = plans[0], plans[1:]  # the best greedy plan hints an explicit search
         hint = first.values if first.values is not None else hint
         if solving is None:  # an explicit search, hinted with the best candidate; or none
-            solving = search(hint)
+            solving = made.search(hint)
         elif first.values is not None and _hinted_beside(backend, solving, built):
-            hinted = search(first.values)  # on the core the candidates no longer use
+            hinted = made.search(first.values)  # on the core the candidates no longer use
         with timer("check"):  # on this thread, while the solver searches
             verdict(snapshot, first, now, s)
     except BaseException:
