@@ -8,8 +8,8 @@ caller allows debt (greedy's refill settles it or rolls back). A gang that requi
 domain and finds no victims that way takes them inside one domain at a time (``fences.py``).
 
 ``Victims`` holds what outlives one start (the victims by queue rows, caches, what failed);
-``_Start`` what one start needs and who may give it room; ``_Walk`` the walk of one start's
-take-backs in one fence. What take-backs free per node is ``room.py``'s, what they are worth
+``Start`` what one start needs and who may give it room. The walk of one start's take-backs in
+one fence is ``walk.py``'s, what take-backs free per node ``room.py``'s, what they are worth
 ``worth.py``'s.
 """
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import heapq
 import time
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 
 from solver_sched.domain import resources as res
 from solver_sched.domain.quota import MAX_JOBS
@@ -25,10 +25,10 @@ from solver_sched.formulation.sizes import change_to
 from solver_sched.placement.nodes import Fence
 from solver_sched.placement.state import PlanState
 from solver_sched.solvers.fences import fences
-from solver_sched.solvers.room import NoRoom, Vectors, grouped, most_freed, near_room
-from solver_sched.solvers.worth import start_gain, take_loss
+from solver_sched.solvers.room import NoRoom, Vectors
+from solver_sched.solvers.walk import Walk
+from solver_sched.solvers.worth import start_gain
 
-MAX_VICTIM_STEPS = 64  # a gang that still does not fit after this many take-backs waits
 Floors = dict[int, dict[str, int]]  # queue row -> usage at which its floor refused take-backs
 
 
@@ -92,8 +92,8 @@ class Victims:
         self._failed_smaller: dict[Hashable, tuple[int, int]] = {}  # -> (version, fewest pods)
         # Searches no victim could help, by what they depend on: what all their victims freed
         # per node, how far the nodes' record of room given back was read, and the floors that
-        # refused the take-backs that would have opened room (_out_of_reach).
-        self._unreachable: dict[Hashable, tuple[Vectors, int, Floors]] = {}
+        # refused the take-backs that would have opened room (out_of_reach).
+        self.unreachable: dict[Hashable, tuple[Vectors, int, Floors]] = {}
         self.smaller = {  # positive sizes a shrinkable job may take, largest first
             v: sorted((o.size for o in jobs[v].options[1:]), reverse=True) for v in self.shrinkable
         }
@@ -221,16 +221,16 @@ class Victims:
                 self.live.difference_update(set(self.groups[rows]).difference(kept))
                 self.groups[rows] = kept
             self.dirty.clear()
-        start = _Start(self, j, target, fired, debt)
+        start = Start(self, j, target, fired, debt)
         if self.bound_by_quota and start.blocked and start.over_quota_at_best() and start.quiet():
             return False  # no walk could start it, nor tell greedy more (quiet)
         return any(
-            _Walk(start, fence).run()
+            Walk(start, fence).run()
             for fence in fences(st, j, target, start.need, self.released, start.steps)
         )
 
-    def _out_of_reach(
-        self, memo: Hashable, start: _Start, room: Callable[[Vectors], list[str]]
+    def out_of_reach(
+        self, memo: Hashable, start: Start, room: Callable[[Vectors], list[str]]
     ) -> bool:
         """Whether a search that no victim could help still fails. Since it failed, running
         jobs only shrank (what they freed became room on their nodes, which ``NodeState.given``
@@ -240,8 +240,8 @@ class Victims:
         opens room for its pod (``room``), or a queue floor that refused a take-back opening
         room may now let it go: its row's usage, with the start's, grew since, or the start may
         cross it (with debt, its own queues' floors). Nor is it skipped where the walk's refusals
-        would tell greedy more than its outcome (``_Start.quiet``)."""
-        hit = self._unreachable.get(memo)
+        would tell greedy more than its outcome (``Start.quiet``)."""
+        hit = self.unreachable.get(memo)
         if hit is None or not self.remember_out_of_reach:
             return False
         most, seen, floors = hit
@@ -251,11 +251,11 @@ class Victims:
         given = self.st.nodes.given
         if room({n: most.get(n, {}) for n in set(given[seen:])}) or not start.quiet():
             return False
-        self._unreachable[memo] = (most, len(given), floors)
+        self.unreachable[memo] = (most, len(given), floors)
         return True
 
 
-class _Start:
+class Start:
     """One start's victim search: what the start needs (its GPUs and queue usage, the queues that
     block it or sit at their floor, its largest pod) and who may give it room, cheapest first:
     elastic surplus lowest priority first (``shrinks``), then the gangs its fired triggers let it
@@ -396,7 +396,7 @@ class _Start:
     def over_quota_at_best(self) -> bool:
         """Whether a queue row that blocks the start still would with every victim in it at its
         smallest size (each shrink's smallest, each break's 0), as if no floor refused any: then
-        every walk fails, after taking back up to MAX_VICTIM_STEPS victims (at L, walks under a
+        every walk fails, after taking back up to walk.MAX_VICTIM_STEPS victims (at L, walks under a
         queue at its max number of running jobs, whose shrinks free no job, were a third of
         greedy's pass). Victims are summed until the row's excess is covered."""
         st, names = self.st, self.victims.names
@@ -450,7 +450,7 @@ class _Start:
     def memo(self, fence: Fence | None) -> Hashable | None:
         """What a pending gang's search depends on (its victims follow from the triggers and the
         queues at their floor, the queues that block it), when a failed one may be remembered
-        (``_out_of_reach``): a gang of large pods, not value-aware, not running."""
+        (``out_of_reach``): a gang of large pods, not value-aware, not running."""
         st, jm, largest = self.st, self.st.problem.jobs[self.j], self.largest
         if (
             largest is None
@@ -475,216 +475,3 @@ class _Start:
             no_room = victims._no_room[key] = NoRoom(victims.smaller, st.nodes.given, st.grown)
         no_room.sync()
         return no_room
-
-
-class _Walk:
-    """The walk of one start's victims in one fence (None: anywhere): take-backs cheapest first
-    until the gang starts, rolled back when it does not.
-
-    Take-backs that open no room alone are deferred and retried once others were taken; if none
-    was, those that open room on one node together are taken as a group (``grouped``), the rest
-    retried after them. Shrinks known to open no room alone for this pod shape (``NoRoom``) are
-    not tested again: when no queue blocks the start (while one does, every take-back in it
-    helps) and the victims are not value-aware (that walk also skips the dear ones, by the state
-    at the time), the first pass does not even walk them, and if it does not start the gang, it
-    rebuilds the list of those it deferred as the full walk would have (``replay``)."""
-
-    def __init__(self, start: _Start, fence: Fence | None) -> None:
-        self.start, self.fence = start, fence
-        st = start.st
-        self.inside = frozenset(st.domains.members[fence]) if fence is not None else None
-        self.still_blocked = bool(start.blocked)  # queue usage changes only when a victim is taken
-        self.no_room: NoRoom | None = None
-        # the first pass's shrinks: visited (deferred or not), resized; the sizes before
-        self.outcome: dict[tuple[int, int], bool] = {}
-        self.resized: set[tuple[int, int]] = set()
-        self.began: dict[int, int] = {}
-        # Take-backs found to open no slot, with the victim's size then, while none of their
-        # nodes got room back since (room elsewhere only shrinks): retested, they fail again.
-        # A walk taking groups retests thousands of deferred breaks after each group, on nodes
-        # the group did not touch (L fragmented 1007: greedy's pass 1.84 -> 1.13 s, same plan).
-        self._slotless: dict[tuple[int, int], int] = {}
-        self._slotless_on: dict[str, list[tuple[int, int]]] = {}
-        self._given_read = len(st.nodes.given)
-
-    def room(self, freed: Vectors) -> list[str]:
-        return self.start.room(freed, self.inside)
-
-    def frees_a_slot(self, v: int, size: int) -> bool:
-        """Whether taking v down to size opens room for one pod of the gang on some node (large
-        pods need their room on one node, not spread over many). While a queue still blocks the
-        start, any take-back in it helps; once none does, only node room counts (in the fence: a
-        take-back that frees nothing there does not help)."""
-        if self.still_blocked:
-            return True
-        victims = self.start.victims
-        if self.inside is not None and self.inside.isdisjoint(victims.released(v, size)):
-            return False
-        if self.start.per_pod <= 1:
-            return True
-        if victims.remember_slotless and self.slotless(v, size):
-            return False
-        freed = victims.released_all(v, size)
-        if self.room(freed):
-            return True
-        self._slotless[(v, size)] = self.start.st.size[victims.names[v]]
-        for n in freed:
-            self._slotless_on.setdefault(n, []).append((v, size))
-        return False
-
-    def slotless(self, v: int, size: int) -> bool:
-        """Whether the take-back was found to open no slot, with the victim at the size it has
-        now, and none of its nodes got room back since."""
-        given = self.start.st.nodes.given
-        if len(given) != self._given_read:
-            for n in given[self._given_read :]:
-                for pair in self._slotless_on.pop(n, ()):
-                    self._slotless.pop(pair, None)
-            self._given_read = len(given)
-        was = self._slotless.get((v, size))
-        return was is not None and was == self.start.st.size[self.start.victims.names[v]]
-
-    def free(self) -> int:
-        nodes = self.start.st.nodes
-        return nodes.gpus_free if self.fence is None else nodes.domain_gpus(self.fence)
-
-    def unknown(self) -> Iterator[tuple[int, int, bool]]:
-        """The first pass: the shrinks not known to open no room, in the walk's order, then the
-        breaks."""
-        no_room, start = self.no_room, self.start
-        assert no_room is not None
-        victims, j = start.victims, start.j
-        live, rows, useful_rows = victims.live, victims.rows, start.useful_rows
-
-        def visit(v: int, size: int) -> bool:  # (larger sizes: skipped by the walk)
-            return v in live and v != j and useful_rows(rows[v])
-
-        for v, size in no_room.walk(start.st.size, victims.names, visit):
-            yield v, size, False
-        for v, size in start.breaks():
-            yield v, size, False
-
-    def replay(self) -> list[tuple[int, int]]:
-        """The shrinks the full walk's first pass would have deferred, in its order: those
-        deferred, and those skipped as known to open no room that its size test would have let
-        through."""
-        start = self.start
-        size_now, names, smaller = start.st.size, start.victims.names, start.victims.smaller
-        out = []
-        for v in start.shrinks():
-            size = self.began.get(v, size_now[names[v]])
-            if v == start.j or size <= 0:
-                continue
-            for s in smaller[v]:
-                if (v, s) in self.resized:
-                    size = s
-                    continue
-                was = self.outcome.get((v, s))  # deferred, or visited and not
-                if was or (was is None and s < size):
-                    out.append((v, s))
-        return out
-
-    def run(self) -> bool:
-        """Victims, cheapest first, until the gang starts; inside the fence's domain when given
-        (its free GPUs must then reach the start's). Rolled back when it does not start."""
-        start, victims = self.start, self.start.victims
-        st, jobs, j, target = start.st, start.st.problem.jobs, start.j, start.target
-        gain, own, coming = start.gain, start.own, start.coming
-        # A pending gang's search that no victim could help (none frees room for its pod alone
-        # nor all together on one node) is not walked again while it depends on the same things
-        # and no node it could use got room back (_out_of_reach).
-        memo = start.memo(self.fence)
-        if memo is not None and victims._out_of_reach(memo, start, self.room):
-            return False
-        mark = st.mark()
-        taken = 0
-        helped = False  # some take-back opened room alone and no floor refused it
-        refused: set[int] = set()  # the floors that refused take-backs opening room alone
-        no_room = self.no_room = start.no_room(self.fence)
-        outcome, resized, began = self.outcome, self.resized, self.began
-        first = no_room is not None and not start.blocked and gain is None
-        todo: Iterable[tuple[int, int, bool]] = (
-            self.unknown() if first else ((v, size, False) for v, size in start.steps())
-        )
-        while True:
-            deferred: list[tuple[int, int]] = []
-            taken_before = taken
-            # One allowed size at a time: take back no more than needed.
-            for v, size, forced in todo:
-                if taken >= MAX_VICTIM_STEPS:
-                    break
-                if first and size:
-                    outcome[(v, size)] = False
-                if size >= st.size[jobs[v].name]:
-                    continue
-                if gain is not None and take_loss(st, v, size) >= gain:
-                    continue  # too dear alone: in no set of victims worth taking
-                # (the first pass meets no known shrink: `unknown` reads the nodes given room)
-                if not forced and (
-                    (
-                        not first
-                        and not self.still_blocked
-                        and no_room is not None
-                        and no_room.known(v, size)
-                    )
-                    or not self.frees_a_slot(v, size)
-                ):
-                    deferred.append((v, size))
-                    if no_room is not None and size:
-                        if first:
-                            outcome[(v, size)] = True
-                        no_room.add((v, size), victims.released_all(v, size))
-                    continue
-                # A shrink can only break a floor; refused ones cost no node work, are not counted.
-                hits = [r for r, _ in st.quota_blocks(v, size, False, coming) if r not in own]
-                if hits:
-                    victims.own_floor_refused |= not set(hits).isdisjoint(coming)
-                    refused.update(hits)
-                    continue
-                helped = True
-                taken += 1
-                before = st.size[jobs[v].name]
-                if not st.resize(v, size, check_quota=False):
-                    continue
-                if first:
-                    began.setdefault(v, before)
-                    if size:
-                        resized.add((v, size))
-                victims.dirty.add(victims.rows[v])
-                if self.still_blocked:
-                    self.still_blocked = bool(st.quota_blocks(j, target))
-                if self.free() >= start.need and st.resize(j, target):
-                    victims.taken = True
-                    return True
-            if first and taken < MAX_VICTIM_STEPS:
-                deferred = self.replay() + [(v, size) for v, size in deferred if not size]
-            first = False
-            if not deferred or taken >= MAX_VICTIM_STEPS:
-                break
-            if taken > taken_before:
-                todo = [(v, size, False) for v, size in deferred]
-                continue
-            # summed in full only on nodes whose GPUs could make room (room tests them first)
-            released = victims.released
-            near = near_room(deferred, released, st.nodes.free, start.per_pod)
-            most = most_freed(deferred, victims.released_all, near)
-            group = grouped(deferred, released, self.room, most)
-            if not group:
-                break
-            rest = [(v, size, False) for v, size in deferred if (v, size) not in group]
-            todo = [(v, size, True) for v, size in group] + rest
-        st.rollback(mark)
-        if memo is None:
-            return False
-        if not helped:
-            # nothing was taken: the last pass deferred every victim left
-            most = most_freed(deferred, victims.released_all)  # every node, for later
-            floors = {r: start.level(r) for r in refused}
-            victims._unreachable[memo] = (most, len(st.nodes.given), floors)
-        elif start.blocked:
-            # A queue blocked it: its first take-backs went to the queue, not to room. Remembered
-            # when all its victims together open no room on any node (whatever the queues say).
-            most = most_freed(list(start.steps()), victims.released_all)
-            if not self.room(most):
-                victims._unreachable[memo] = (most, len(st.nodes.given), {})
-        return False

@@ -9,7 +9,7 @@ from solver_sched.cycle import run_cycle
 from solver_sched.formulation.prepare import prepare
 from solver_sched.io import manifests as m
 from solver_sched.io.kube_snapshot import snapshot_from_objects
-from solver_sched.solvers import cpsat, greedy, victims
+from solver_sched.solvers import cpsat, greedy, victims, walk
 from solver_sched.solvers.result import SolveStatus
 from solver_sched.synthetic import PRESETS, SIZES, preset_objects
 from tests.placement.test_topology import RACK, REQ, domains_of
@@ -35,7 +35,7 @@ def test_victims_in_a_queue_at_its_min_do_not_use_up_the_search(
     # Queue a borrows (6 GPUs in use, min 4): two of its three elastic jobs may shrink, then it sits
     # at its min. Its jobs have the lowest priority, so they are tried first; the room the new gang
     # needs comes from the third take-back, in queue b.
-    monkeypatch.setattr(victims, "MAX_VICTIM_STEPS", 3)
+    monkeypatch.setattr(walk, "MAX_VICTIM_STEPS", 3)
     tree = quota_tree(
         {
             "name": "root",
@@ -279,14 +279,14 @@ def test_a_take_back_found_slotless_opens_a_slot_once_its_node_got_room_back() -
         gang("p", 1, gpus=8),
     )
     st, v, index, walked = _walks(snap)
-    walk = victims._Walk(victims._Start(v, index["p"], 1, set(), False), None)
+    one = walk.Walk(victims.Start(v, index["p"], 1, set(), False), None)
     e1 = index["e1"]
-    assert not walk.frees_a_slot(e1, 1)
+    assert not one.frees_a_slot(e1, 1)
     walked.clear()
-    assert not walk.frees_a_slot(e1, 1)
+    assert not one.frees_a_slot(e1, 1)
     assert walked == []  # remembered: its node got no room back
     assert st.resize(index["e2"], 1, check_quota=False)
-    assert walk.frees_a_slot(e1, 1)
+    assert one.frees_a_slot(e1, 1)
 
 
 def test_a_search_a_queue_blocked_is_not_walked_again_while_no_victim_could_open_room() -> None:
