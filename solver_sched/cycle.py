@@ -280,10 +280,10 @@ class _Candidates:
         deadline), and not at all with too little of the budget left or a window too short for
         it to return more than the candidates (its stats then say why)."""
         clock, search_budget = self.clock, self.clock.search_budget
-        problem, built, limit, s = self.model, self.built, self.limit, self.s
+        model, built, limit, s = self.model, self.built, self.limit, self.s
         with self.timer("solve"):
             if search_budget is None:
-                return Solving(self.backend, problem, built, hinted, limit, s, None)
+                return Solving(self.backend, model, built, hinted, limit, s, None)
             at = time.perf_counter()
             left = clock.start + search_budget - at
             skip = None
@@ -296,7 +296,7 @@ class _Candidates:
                 self.receive()
                 self.beside.stop()
             window = min(limit, max(0.01, left))
-            return Solving(self.backend, problem, built, hinted, window, s, skip)
+            return Solving(self.backend, model, built, hinted, window, s, skip)
 
     def another(
         self, label: str, end: float | None, shares: dict[str, float] | None = None

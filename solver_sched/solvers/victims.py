@@ -396,9 +396,9 @@ class Start:
     def over_quota_at_best(self) -> bool:
         """Whether a queue row that blocks the start still would with every victim in it at its
         smallest size (each shrink's smallest, each break's 0), as if no floor refused any: then
-        every walk fails, after taking back up to walk.MAX_VICTIM_STEPS victims (at L, walks under a
-        queue at its max number of running jobs, whose shrinks free no job, were a third of
-        greedy's pass). Victims are summed until the row's excess is covered."""
+        every walk fails, after taking back up to MAX_VICTIM_STEPS (walk.py) victims (at L,
+        walks under a queue at its max number of running jobs, whose shrinks free no job, were
+        a third of greedy's pass). Victims are summed until the row's excess is covered."""
         st, names = self.st, self.victims.names
         delta = st.change(self.j, self.target)
         starts = st.size[names[self.j]] == 0
