@@ -1,6 +1,5 @@
-"""The walk of one start's victims in one fence (solvers/victims.py's search): take-backs
-cheapest first until the gang starts, deferred where they open no room alone, then taken as a
-group on one node; rolled back when the gang does not start."""
+"""Greedy's victim search, one start's walk in one fence (``Walk``). victims.py decides who may
+be taken back and builds the walks; this module takes them back, in order, until the gang starts."""
 
 from __future__ import annotations
 
