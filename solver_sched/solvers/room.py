@@ -13,17 +13,19 @@ Vectors = Mapping[str, Mapping[str, int]]  # node -> resources freed there
 
 
 class NoRoom:
-    """For one pod shape (and fence), the shrinks (job, size) that opened no room for it alone,
-    with the nodes they free. One stays known while none of its nodes got room back and its job
-    did not grow: room elsewhere only shrinks (pods were bound), and what a shrink frees only
-    shrinks as its job does (the pods it no longer frees left room on their nodes, given back);
-    a job that grows (a bind, or a rollback restoring its pods) frees more. ``open``: every
-    other shrink."""
+    """For one pod shape (and fence), the take-backs (job, size) that opened no room for it
+    alone, with the nodes they free. One stays known while none of its nodes got room back and
+    its job did not grow: room elsewhere only shrinks (pods were bound), and what a take-back
+    frees only shrinks as its job does (the pods it no longer frees left room on their nodes,
+    given back); a job that grows (a bind, or a rollback restoring its pods) frees more.
+    ``open``: every other shrink; ``shut``: the breaks (size 0) known (at XL, thousands of
+    failed starts each tested the same few hundred breaks again)."""
 
     def __init__(
         self, smaller: Mapping[int, list[int]], given: list[str], grown: list[int]
     ) -> None:
         self.open = {(v, s): None for v, ss in smaller.items() for s in ss}
+        self.shut: set[tuple[int, int]] = set()
         self.smaller = smaller  # jobs in the walk's order, each one's sizes largest first
         self.by_node: dict[str, list[tuple[int, int]]] = {}
         self.by_job: dict[int, list[tuple[int, int]]] = {}
@@ -31,18 +33,21 @@ class NoRoom:
         self.seen = len(self.given), len(self.grown)  # how far both records were read
 
     def add(self, pair: tuple[int, int], nodes: Iterable[str]) -> None:
-        if self.open.pop(pair, 0) is None:
+        if pair[1] == 0:
+            known = pair in self.shut
+            self.shut.add(pair)
+        else:
+            known = self.open.pop(pair, 0) is not None
+        if not known:
             for n in nodes:
                 self.by_node.setdefault(n, []).append(pair)
             self.by_job.setdefault(pair[0], []).append(pair)
 
     def known(self, v: int, size: int) -> bool:
-        """A shrink known to open no room alone now (the records read first)."""
-        if not size:
-            return False
+        """A take-back known to open no room alone now (the records read first)."""
         if self.stale():
             self.sync()
-        return (v, size) not in self.open
+        return (v, size) in self.shut if not size else (v, size) not in self.open
 
     def stale(self) -> bool:
         """Whether a node got room back or a job grew since the records were last read."""
@@ -76,7 +81,9 @@ class NoRoom:
         pairs = [p for n in self.given[given:] for p in self.by_node.pop(n, ())]
         pairs += [p for v in self.grown[grown:] for p in self.by_job.pop(v, ())]
         for pair in pairs:
-            if pair not in self.open:
+            if not pair[1]:
+                self.shut.discard(pair)
+            elif pair not in self.open:
                 self.open[pair] = None
                 out.append(pair)
         self.seen = len(self.given), len(self.grown)
@@ -92,30 +99,30 @@ def smallest(steps: Iterable[tuple[int, int]]) -> dict[int, int]:
 
 
 def most_freed(
-    steps: list[tuple[int, int]],
+    least: Mapping[int, int],
     released: Callable[[int, int], Vectors],
     only: set[str] | None = None,
 ) -> dict[str, dict[str, int]]:
-    """Node -> what all these take-backs free there (each victim at its smallest size), on
-    the nodes ``only`` names (None: every node)."""
+    """Node -> what these victims free there, each at its size in ``least`` (``smallest`` of
+    a set of take-backs), on the nodes ``only`` names (None: every node)."""
     most: dict[str, dict[str, int]] = {}
-    for v, size in smallest(steps).items():
-        for node, vec in released(v, size).items():
-            if only is None or node in only:
-                res.add_into(most.setdefault(node, {}), vec)
+    for v, size in least.items():
+        freed = released(v, size)
+        for node in freed if only is None else only.intersection(freed):
+            res.add_into(most.setdefault(node, {}), freed[node])
     return most
 
 
 def near_room(
-    steps: list[tuple[int, int]],
+    least: Mapping[int, int],
     released: Freed,
     free: Mapping[str, Mapping[str, int]],
     per_pod: int,
 ) -> set[str]:
-    """The nodes where the GPUs free now plus those all these take-backs free (each victim at
-    its smallest size) reach ``per_pod``: the only ones where they may open room together."""
+    """The nodes where the GPUs free now plus those these victims free (each at its size in
+    ``least``) reach ``per_pod``: the only ones where they may open room together."""
     gpus: dict[str, int] = {}
-    for v, size in smallest(steps).items():
+    for v, size in least.items():
         for node, g in released(v, size).items():
             gpus[node] = gpus.get(node, 0) + g
     return {n for n, g in gpus.items() if free[n].get(res.GPU, 0) + g >= per_pod}
@@ -132,12 +139,12 @@ def grouped(
     node, most_freed; ``released``: cached by Victims): every deferred victim with pods there,
     on the node where that means the fewest breaks, then the fewest victims; each at the largest
     deferred size that frees as much there."""
-    sizes: dict[int, list[int]] = {}
-    for v, size in steps:
-        sizes.setdefault(v, []).append(size)
     nodes = room(most)
     if not nodes:
         return []
+    sizes: dict[int, list[int]] = {}
+    for v, size in steps:
+        sizes.setdefault(v, []).append(size)
     groups: dict[str, list[tuple[int, int]]] = {n: [] for n in nodes}
     for v, ss in sizes.items():  # by victim, over the nodes it frees, not every victim per node
         for node, top in released(v, min(ss)).items():

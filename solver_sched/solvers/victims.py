@@ -464,7 +464,7 @@ class Start:
         return (*demand, self.debt, fence, frozenset(self.at_floor), frozenset(self.blocked))
 
     def no_room(self, fence: Fence | None) -> NoRoom | None:
-        """The shrinks known to open no room alone for this gang's pod shape (in the fence)."""
+        """The take-backs known to open no room alone for this gang's pod shape (in the fence)."""
         victims, st, largest = self.victims, self.st, self.largest
         if not victims.remember_no_room or self.per_pod <= 1 or largest is None:
             return None

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from solver_sched.placement.nodes import Fence
-from solver_sched.solvers.room import NoRoom, Vectors, grouped, most_freed, near_room
+from solver_sched.solvers.room import NoRoom, Vectors, grouped, most_freed, near_room, smallest
 from solver_sched.solvers.worth import take_loss
 
 if TYPE_CHECKING:  # victims.py builds the walks
@@ -22,11 +22,13 @@ class Walk:
 
     Take-backs that open no room alone are deferred and retried once others were taken; if none
     was, those that open room on one node together are taken as a group (``grouped``), the rest
-    retried after them. Shrinks known to open no room alone for this pod shape (``NoRoom``) are
-    not tested again: when no queue blocks the start (while one does, every take-back in it
-    helps) and the victims are not value-aware (that walk also skips the dear ones, by the state
-    at the time), the first pass does not even walk them, and if it does not start the gang, it
-    rebuilds the list of those it deferred as the full walk would have (``replay``)."""
+    retried after them. Take-backs known to open no room alone for this pod shape (``NoRoom``)
+    are deferred untested when no queue blocks the start (while one does, every take-back in it
+    helps). The first pass, where the victims are not value-aware (that walk also skips the dear
+    ones, by the state at the time), does not even walk the known shrinks; if it does not start
+    the gang, it rebuilds the list of those it deferred as the full walk would have
+    (``replay``). It walks every break, untested where known (XL fragmented: greedy's first pass
+    x0.66-0.71, the same plans)."""
 
     def __init__(self, start: Start, fence: Fence | None) -> None:
         self.start, self.fence = start, fence
@@ -158,20 +160,20 @@ class Walk:
                     continue
                 if gain is not None and take_loss(st, v, size) >= gain:
                     continue  # too dear alone: in no set of victims worth taking
-                # (the first pass meets no known shrink: `unknown` reads the nodes given room)
-                if not forced and (
-                    (
-                        not first
-                        and not self.still_blocked
-                        and no_room is not None
-                        and no_room.known(v, size)
-                    )
-                    or not self.frees_a_slot(v, size)
-                ):
+                # (the first pass meets no known shrink: `unknown` reads the nodes given room;
+                # it walks every break, known or not, so a group may take it)
+                known = (
+                    not forced
+                    and (not first or not size)
+                    and not self.still_blocked
+                    and no_room is not None
+                    and no_room.known(v, size)
+                )
+                if known or (not forced and not self.frees_a_slot(v, size)):
                     deferred.append((v, size))
-                    if no_room is not None and size:
-                        if first:
-                            outcome[(v, size)] = True
+                    if first and size:
+                        outcome[(v, size)] = True
+                    if no_room is not None and not known:
                         no_room.add((v, size), victims.released_all(v, size))
                     continue
                 # A shrink can only break a floor; refused ones cost no node work, are not counted.
@@ -204,9 +206,9 @@ class Walk:
                 todo = [(v, size, False) for v, size in deferred]
                 continue
             # summed in full only on nodes whose GPUs could make room (room tests them first)
-            released = victims.released
-            near = near_room(deferred, released, st.nodes.free, start.per_pod)
-            most = most_freed(deferred, victims.released_all, near)
+            released, least = victims.released, smallest(deferred)
+            near = near_room(least, released, st.nodes.free, start.per_pod)
+            most = most_freed(least, victims.released_all, near)
             group = grouped(deferred, released, self.room, most)
             if not group:
                 break
@@ -217,13 +219,13 @@ class Walk:
             return False
         if not helped:
             # nothing was taken: the last pass deferred every victim left
-            most = most_freed(deferred, victims.released_all)  # every node, for later
+            most = most_freed(smallest(deferred), victims.released_all)  # every node, for later
             floors = {r: start.level(r) for r in refused}
             victims.unreachable[memo] = (most, len(st.nodes.given), floors)
         elif start.blocked:
             # A queue blocked it: its first take-backs went to the queue, not to room. Remembered
             # when all its victims together open no room on any node (whatever the queues say).
-            most = most_freed(list(start.steps()), victims.released_all)
+            most = most_freed(smallest(start.steps()), victims.released_all)
             if not self.room(most):
                 victims.unreachable[memo] = (most, len(st.nodes.given), {})
         return False

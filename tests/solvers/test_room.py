@@ -41,6 +41,29 @@ def test_the_walk_passes_over_sizes_a_job_is_not_above_and_those_visit_refuses()
     assert walked == [(5, 1), (3, 2)]
 
 
+def test_a_break_stays_known_until_one_of_its_nodes_gets_room_back_or_its_job_grows() -> None:
+    """Breaks (size 0) are remembered beside the shrinks: known once added, no longer once a
+    node they free gets room back or their job grows; a break on other nodes stays known, and
+    the walk of the shrinks never yields a break."""
+    given: list[str] = []
+    grown: list[int] = []
+    no_room = NoRoom({1: [1]}, given, grown)
+    assert not no_room.known(3, 0)
+    no_room.add((3, 0), ["a"])
+    no_room.add((4, 0), ["b"])
+    no_room.add((5, 0), ["c"])
+    assert no_room.known(3, 0) and no_room.known(4, 0) and no_room.known(5, 0)
+    assert list(no_room.walk({"j": 2}, ["j"] * 6, lambda v, s: True)) == [(1, 1)]
+    given.append("a")
+    assert not no_room.known(3, 0)
+    assert no_room.known(4, 0)
+    grown.append(4)
+    assert not no_room.known(4, 0)
+    assert no_room.known(5, 0)
+    no_room.add((3, 0), ["a"])  # tested again and still no room: known again
+    assert no_room.known(3, 0)
+
+
 def test_a_shrink_is_no_longer_known_once_its_job_grew_back() -> None:
     """A shrink of job 1 recorded while job 1 was smaller frees more once a rollback restores
     job 1's pods (nodes the record does not list): job 1's growth reopens it, and a plan state
