@@ -39,7 +39,6 @@ class Victims:
     remember_no_room = True  # (tests turn it off: the same plans, found by the full walk)
     remember_out_of_reach = True  # (likewise)
     bound_by_quota = True  # (likewise, the same sizes: starts no victim brings under their max)
-    remember_slotless = True  # (likewise, the same plans: take-backs retested in one walk)
 
     def __init__(
         self,

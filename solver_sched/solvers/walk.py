@@ -40,13 +40,6 @@ class Walk:
         self.outcome: dict[tuple[int, int], bool] = {}
         self.resized: set[tuple[int, int]] = set()
         self.began: dict[int, int] = {}
-        # Take-backs found to open no slot, with the victim's size then, while none of their
-        # nodes got room back since (room elsewhere only shrinks): retested, they fail again.
-        # A walk taking groups retests thousands of deferred breaks after each group, on nodes
-        # the group did not touch (L fragmented 1007: greedy's pass 1.84 -> 1.13 s, same plan).
-        self._slotless: dict[tuple[int, int], int] = {}
-        self._slotless_on: dict[str, list[tuple[int, int]]] = {}
-        self._given_read = len(st.nodes.given)
 
     def room(self, freed: Vectors) -> list[str]:
         return self.start.room(freed, self.inside)
@@ -63,27 +56,7 @@ class Walk:
             return False
         if self.start.per_pod <= 1:
             return True
-        if victims.remember_slotless and self.slotless(v, size):
-            return False
-        freed = victims.released_all(v, size)
-        if self.room(freed):
-            return True
-        self._slotless[(v, size)] = self.start.st.size[victims.names[v]]
-        for n in freed:
-            self._slotless_on.setdefault(n, []).append((v, size))
-        return False
-
-    def slotless(self, v: int, size: int) -> bool:
-        """Whether the take-back was found to open no slot, with the victim at the size it has
-        now, and none of its nodes got room back since."""
-        given = self.start.st.nodes.given
-        if len(given) != self._given_read:
-            for n in given[self._given_read :]:
-                for pair in self._slotless_on.pop(n, ()):
-                    self._slotless.pop(pair, None)
-            self._given_read = len(given)
-        was = self._slotless.get((v, size))
-        return was is not None and was == self.start.st.size[self.start.victims.names[v]]
+        return bool(self.room(victims.released_all(v, size)))
 
     def free(self) -> int:
         nodes = self.start.st.nodes

@@ -266,27 +266,48 @@ def _walks(snap: Any) -> tuple[Any, Any, dict[str, int], list[int]]:
     return st, v, index, walked
 
 
-def test_a_take_back_found_slotless_opens_a_slot_once_its_node_got_room_back() -> None:
-    """Node a (16 GPUs) runs e1's and e2's two 4-GPU pods each. For an 8-GPU pod, e1 down to
-    one pod frees 4 GPUs beside none free: no slot, and the walk remembers it. Once e2 has
-    shrunk, a got room back and the same take-back opens 8 GPUs there: the walk tests it again
-    rather than trust what it remembered."""
-    el = {"gpus": 4, "min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
+def test_a_break_known_to_open_no_room_is_not_tested_again_until_its_node_got_room_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Node a (12 GPUs) runs low's 4-GPU pod beside pin's (priority 1000), and the plan starts
+    q's 4-GPU pod in the rest: breaking low frees 4 GPUs where p's 8-GPU pod needs 8, so p's
+    walk fails. The next walk of that pod shape, with a's room unchanged, defers the break
+    without testing it again (searches out of reach are not skipped here, so the walk runs).
+    Once q is taken out of the plan, a got room back: the break is tested again, opens the
+    slot, and p starts."""
+    monkeypatch.setattr(victims.Victims, "remember_out_of_reach", False)
     snap = snapshot(
-        node("a", gpus=16),
-        gang("e1", 2, running_on=["a", "a"], **el),
-        gang("e2", 2, running_on=["a", "a"], **el),
-        gang("p", 1, gpus=8),
+        node("a", gpus=12),
+        gang("low", 1, gpus=4, running_on=["a"]),
+        gang("pin", 1, gpus=4, running_on=["a"], priority=1000),
+        gang("q", 1, gpus=4, priority=1000),
+        gang("p", 1, gpus=8, priority=100),
     )
-    st, v, index, walked = _walks(snap)
-    one = walk.Walk(victims.Start(v, index["p"], 1, set(), False), None)
-    e1 = index["e1"]
-    assert not one.frees_a_slot(e1, 1)
-    walked.clear()
-    assert not one.frees_a_slot(e1, 1)
-    assert walked == []  # remembered: its node got no room back
-    assert st.resize(index["e2"], 1, check_quota=False)
-    assert one.frees_a_slot(e1, 1)
+    st, v, index, _ = _walks(snap)
+    fired = {key for key, starters in st.problem.triggers.items() if index["p"] in starters}
+    tested: list[tuple[int, int]] = []
+    frees_a_slot = walk.Walk.frees_a_slot
+
+    def counted(self: walk.Walk, u: int, size: int) -> bool:
+        tested.append((u, size))
+        return frees_a_slot(self, u, size)
+
+    monkeypatch.setattr(walk.Walk, "frees_a_slot", counted)
+
+    def run() -> bool:
+        return walk.Walk(victims.Start(v, index["p"], 1, fired, False), None).run()
+
+    low = index["low"]
+    assert st.resize(index["q"], 1)
+    assert not run()
+    assert tested == [(low, 0)]
+    tested.clear()
+    assert not run()
+    assert tested == []
+    assert st.resize(index["q"], 0)
+    assert run()
+    assert tested == [(low, 0)]
+    assert st.size["default/p"] == 1 and st.size["default/low"] == 0
 
 
 def test_a_search_a_queue_blocked_is_not_walked_again_while_no_victim_could_open_room() -> None:
@@ -637,14 +658,13 @@ def test_a_start_breaking_a_victim_brings_its_queue_under_its_max() -> None:
     [("S", range(1, 7)), pytest.param("M", range(1, 3), marks=pytest.mark.slow)],
     ids=["S", "M"],
 )
-def test_shrinks_known_to_open_no_room_are_skipped_without_changing_a_plan(
+def test_take_backs_known_to_open_no_room_are_skipped_without_changing_a_plan(
     monkeypatch: pytest.MonkeyPatch, size: str, seeds: range
 ) -> None:
-    """The search skips shrinks known to open no room alone for a pod shape until one of their
-    nodes gets room back, and rebuilds what the full walk would have deferred: greedy's plans in
-    all three orders are the full walk's, on every preset (a shrink skipped while it would open
-    room, or a deferred list rebuilt wrong, changes some); so are they where a walk does not
-    retest take-backs it found slotless while none of their nodes got room back. Searches
+    """The search skips take-backs known to open no room alone for a pod shape until one of
+    their nodes gets room back, and rebuilds what the full walk would have deferred: greedy's
+    plans in all three orders are the full walk's, on every preset (a take-back skipped while it
+    would open room, or a deferred list rebuilt wrong, changes some). Searches
     remembered as out of reach, and starts no victim could bring under their queue's max, are
     skipped with the same sizes: only where best fit's ties go may differ, since the walk
     skipped would have put the nodes it took from and gave back at their buckets' ends."""
@@ -656,13 +676,12 @@ def test_shrinks_known_to_open_no_room_are_skipped_without_changing_a_plan(
             order = greedy.queue_order(problem)
             dense = greedy.start_order(problem, order, None, dense=True)
             plans = []
-            toggles = ((True, True, True, True), (False, True, True, True))
-            toggles += ((True, False, True, True), (True, True, False, True))
-            for no_room, out_of_reach, bound, slotless in (*toggles, (True, True, True, False)):
+            toggles = ((True, True, True), (False, True, True))
+            toggles += ((True, False, True), (True, True, False))
+            for no_room, out_of_reach, bound in toggles:
                 monkeypatch.setattr(victims.Victims, "remember_no_room", no_room)
                 monkeypatch.setattr(victims.Victims, "remember_out_of_reach", out_of_reach)
                 monkeypatch.setattr(victims.Victims, "bound_by_quota", bound)
-                monkeypatch.setattr(victims.Victims, "remember_slotless", slotless)
                 plans.append(
                     [
                         (st.placed, st.size)
@@ -673,6 +692,6 @@ def test_shrinks_known_to_open_no_room_are_skipped_without_changing_a_plan(
                         )
                     ]
                 )
-            assert plans[0] == plans[1] == plans[4], (preset, seed)
+            assert plans[0] == plans[1], (preset, seed)
             sizes = [[after for _, after in plan] for plan in plans]
             assert sizes[0] == sizes[2] == sizes[3], (preset, seed)
