@@ -36,7 +36,6 @@ from solver_sched.planning.candidates import (
     Candidate,
     may_rank_first,
     score,
-    valued,
     verdict,
 )
 from solver_sched.planning.diff import diff
@@ -754,13 +753,14 @@ def _arrivals(
         size, placed, notes, values = sent
         if values is None:
             continue
-        value = built.model.objective_value(values)
+        terms = built.model.evaluate(values)
+        value = built.model.objective_of(terms)
         if best is not None and value <= best:
             continue
         try:
             st = restore(snapshot, problem, size, placed)
         except ValueError:  # never seen (tests/placement/test_state.py); the cycle goes on
             continue
-        out.append(valued(built, label, st, notes, values))  # minimized in the child
+        out.append(Candidate(label, st, notes, terms, value, values))  # minimized in the child
         best = value
     return out
