@@ -3,6 +3,7 @@ exercises the edge the CLI and controller use."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -83,9 +84,11 @@ def _record_variants(
 ) -> None:
     """``record(label, deadline)`` for each of greedy's other passes a cycle runs, while patched."""
     variant = cycle_module._variant
+    signature = inspect.signature(variant)
 
     def recorded_variant(*a: Any, **k: Any) -> Any:
-        record(a[5], a[6])
+        given = signature.bind(*a, **k).arguments  # by name, however the cycle passes them
+        record(given["label"], given["deadline"])
         return variant(*a, **k)
 
     monkeypatch.setattr(cycle_module, "_variant", recorded_variant)
