@@ -79,15 +79,17 @@ def assert_solver_decided(result: CycleResult) -> None:
     assert result.stats.objective == result.stats.solver_objective
 
 
+_VARIANT = inspect.signature(cycle_module._variant)  # read before any test patches it
+
+
 def _record_variants(
     monkeypatch: pytest.MonkeyPatch, record: Callable[[str, float | None], object]
 ) -> None:
     """``record(label, deadline)`` for each of greedy's other passes a cycle runs, while patched."""
     variant = cycle_module._variant
-    signature = inspect.signature(variant)
 
     def recorded_variant(*a: Any, **k: Any) -> Any:
-        given = signature.bind(*a, **k).arguments  # by name, however the cycle passes them
+        given = _VARIANT.bind(*a, **k).arguments  # by name, however the cycle passes them
         record(given["label"], given["deadline"])
         return variant(*a, **k)
 
