@@ -237,6 +237,7 @@ class _Candidates:
         self.child_end = clock.start  # when its last pass ends
         self.received: dict[str, _Sent | None] = {}
         self.others: list[Candidate | None] = []
+        self.second_wanted = bool(problem.gang_start) and problem.too_large is None  # until run
 
     def fork(self, ends: ExitStack) -> None:
         """Greedy's later passes in a forked child, beside greedy's first pass and the parent's
@@ -319,13 +320,32 @@ class _Candidates:
             )
         )
 
-    def later(self, dense_first: bool) -> None:
+    def second(self) -> None:
+        """The dense pass (SECOND), right after the first: the start bonus values small gangs
+        more per GPU, so greedy runs in that order too, for the greedy backend as well, and
+        greedy and the model optimise the same objective. It is the greedy backend's second
+        plan, so it comes first, with that backend's deadline at the least: later where no
+        search could follow anyway, as value-greedy's, since a slower Python phase than in that
+        backend's cycle must not skip it (M full 1019 came out x0.9995 of the greedy-only
+        cycle: the dense pass not run, value-greedy's plan). Where a whole pass does not fit, a
+        cut one still may (SECOND_CUT_TO_FIT); where none fits, ``later`` may run it."""
+        clock = self.clock
+        end = clock.latest(past_share=False)
+        if end is not None and self.backend != "greedy":  # never earlier than greedy's backend
+            end = max(end, clock.latest(rows=WITH_ROWS) or end)  # no rows follow so short a window
+        if self.second_wanted and clock.fits(end, TAIL if SECOND_CUT_TO_FIT else 1.0):
+            self.another(SECOND, end)
+            self.second_wanted = False
+
+    def later(self, searching: bool) -> None:
         """The candidates after the dense pass, each where the budget leaves room for it: the
-        dense pass first where ``dense_first`` (no search follows after all), value-greedy, the
-        LP relaxation's order, each order again with the other victim rule, the topology
-        baselines."""
+        dense pass first where ``second`` skipped it and no search follows after all (no rows
+        written: the candidates alone make the plan and may use the budget past their share; it
+        is the greedy backend's plan: L full 1002 came out x0.9986 of the greedy-only cycle with
+        value-greedy run and the dense pass not), value-greedy, the LP relaxation's order, each
+        order again with the other victim rule, the topology baselines."""
         clock, s = self.clock, self.s
-        if dense_first and clock.fits(end := clock.latest()):
+        if self.second_wanted and not searching and clock.fits(end := clock.latest()):
             self.another(SECOND, end)
         # Where a search runs beside them, value-greedy keeps the slot: it paid up to 1.1% more
         # there (M dev seeds; docs/benchmarks.md section 1, fifteenth pass). It is the candidate
@@ -461,20 +481,7 @@ def _cycle(
     hint = made.first_pass()
     clock.one_pass = one_pass = timer.phases["greedy"]
 
-    end = clock.latest(past_share=False)
-    if end is not None and backend != "greedy":  # never earlier than the greedy backend's
-        end = max(end, clock.latest(rows=WITH_ROWS) or end)  # no rows follow a window that short
-    dense = bool(problem.gang_start) and problem.too_large is None  # wanted, until it ran
-    if dense and clock.fits(end, TAIL if SECOND_CUT_TO_FIT else 1.0):
-        # the start bonus values small gangs more per GPU: greedy in that order too, for the
-        # greedy backend as well, so greedy and the model optimise the same objective. It is
-        # the greedy backend's second plan, so it comes first, with that backend's deadline at
-        # the least: later where no search could follow anyway, as value-greedy's, since a
-        # slower Python phase than in that backend's cycle must not skip it (M full 1019 came
-        # out x0.9995 of the greedy-only cycle: the dense pass not run, value-greedy's plan).
-        # Where a whole pass does not fit, a cut one still may (SECOND_CUT_TO_FIT).
-        made.another(SECOND, end)
-        dense = False
+    made.second()
     # The model's rows, written now where a search may still follow: the rules below then weigh
     # the whole build, measured. Where none can (its window, shrinking from now on, is short of
     # SEARCH_NEEDS whole builds as estimated: XL), they are never written. After the dense
@@ -495,12 +502,7 @@ def _cycle(
         clock.building *= WITH_ROWS
     try:  # a search started above runs while the candidates are made and the best checked
         if backend != "greedy" and problem.too_large is None:
-            # The dense pass skipped above where a search seemed to follow, and then none could
-            # (no rows written: the candidates alone make the plan, and may now use the budget
-            # past their share) comes before the others: it is the greedy backend's plan (L
-            # full 1002 came out x0.9986 of the greedy-only cycle: value-greedy run, the dense
-            # pass not).
-            made.later(dense and solving is None)
+            made.later(searching=solving is not None)
         plans = made.ranked()
         first, rest = plans[0], plans[1:]  # the best greedy plan hints an explicit search
         hint = first.values if first.values is not None else hint
