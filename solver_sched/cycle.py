@@ -329,11 +329,13 @@ class _Candidates:
         backend's cycle must not skip it (M full 1019 came out x0.9995 of the greedy-only
         cycle: the dense pass not run, value-greedy's plan). Where a whole pass does not fit, a
         cut one still may (SECOND_CUT_TO_FIT); where none fits, ``later`` may run it."""
+        if not self.second_wanted:
+            return
         clock = self.clock
         end = clock.latest(past_share=False)
         if end is not None and self.backend != "greedy":  # never earlier than greedy's backend
             end = max(end, clock.latest(rows=WITH_ROWS) or end)  # no rows follow so short a window
-        if self.second_wanted and clock.fits(end, TAIL if SECOND_CUT_TO_FIT else 1.0):
+        if clock.fits(end, TAIL if SECOND_CUT_TO_FIT else 1.0):
             self.another(SECOND, end)
             self.second_wanted = False
 

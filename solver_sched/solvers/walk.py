@@ -122,6 +122,7 @@ class Walk:
         )
         while True:
             deferred: list[tuple[int, int]] = []
+            least: dict[int, int] = {}  # smallest(deferred), once the group phase needs it
             taken_before = taken
             # One allowed size at a time: take back no more than needed.
             for v, size, forced in todo:
@@ -179,7 +180,7 @@ class Walk:
                 todo = [(v, size, False) for v, size in deferred]
                 continue
             # summed in full only on nodes whose GPUs could make room (room tests them first)
-            released, least = victims.released, smallest(deferred)
+            released, least = victims.released, smallest(deferred)  # deferred is final here
             near = near_room(least, released, st.nodes.free, start.per_pod)
             most = most_freed(least, victims.released_all, near)
             group = grouped(deferred, released, self.room, most)
@@ -191,8 +192,9 @@ class Walk:
         if memo is None:
             return False
         if not helped:
-            # nothing was taken: the last pass deferred every victim left
-            most = most_freed(smallest(deferred), victims.released_all)  # every node, for later
+            # nothing was taken: the last pass deferred every victim left and found no group
+            # (``least`` is theirs), or none was left
+            most = most_freed(least, victims.released_all)  # every node, for later
             floors = {r: start.level(r) for r in refused}
             victims.unreachable[memo] = (most, len(st.nodes.given), floors)
         elif start.blocked:
