@@ -8,7 +8,9 @@ from solver_sched.placement.state import PlanState
 
 def start_gain(st: PlanState, j: int, target: int) -> int:
     """The guaranteed-band value (rule 9) moving j to target adds: its guaranteed units, the
-    start bonus, the waiting bonus, and the GPUs of its queues' mins it covers."""
+    start bonus, the waiting bonus, and the GPUs of its queues' mins it covers. A partial gang
+    (running at a size that is no option) is valued from nothing, as the model values completing
+    it against releasing it, bonuses included."""
     problem = st.problem
     jm = problem.jobs[j]
     now = jm.option(st.size[jm.name])
@@ -16,7 +18,7 @@ def start_gain(st: PlanState, j: int, target: int) -> int:
     if o is None:
         return 0
     gain = jm.tier_weight * (o.guaranteed_units - (now.guaranteed_units if now else 0))
-    if jm.starting and not st.size[jm.name]:
+    if jm.starting and (now is None or not now.size):  # pending, or partial (no option: from 0)
         gain += problem.gang_start * jm.tier_weight + problem.waiting_weight * jm.waiting_hours
     more = o.guaranteed_gpus - (now.guaranteed_gpus if now else 0)
     for r in st.rows_of.get(j, ()):
