@@ -19,7 +19,6 @@ from solver_sched.planning import candidates
 from solver_sched.planning.beside import Beside
 from solver_sched.planning.pack import minimize_evictions
 from solver_sched.solvers import cpsat
-from solver_sched.solvers.budget import auto_budget
 from solver_sched.solvers.greedy import assignment_of
 from solver_sched.solvers.result import SolveStatus
 from solver_sched.solvers.solving import Solving
@@ -338,12 +337,6 @@ def test_a_search_past_its_deadline_is_stopped() -> None:
     stats, _ = solving.result()
     assert stats.status != SolveStatus.OPTIMAL
     assert stats.search_seconds < 30  # stopped, not run to its limit
-
-
-def test_budget_by_cluster_size_goes_through_the_targets() -> None:
-    assert [auto_budget(n) for n in (1, 64, 512, 2000, 10000)] == [0.5, 0.5, 1.0, 3.0, 8.0]
-    assert auto_budget(288) == pytest.approx(0.75)
-    assert auto_budget(18000) == pytest.approx(13.0)  # past the last target, the last slope
 
 
 def test_a_spent_budget_leaves_greedys_plan_without_a_search(

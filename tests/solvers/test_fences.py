@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+
 from solver_sched.domain.topology import Topology
 from solver_sched.formulation.prepare import prepare
 from solver_sched.io import manifests as m
 from solver_sched.placement.state import PlanState
 from solver_sched.solvers import greedy, victims
-from solver_sched.solvers.fences import domains_to_try
+from solver_sched.solvers.fences import domains_to_try, fences
 from tests.placement.test_topology import LEVELS, RACK, REQ
 from tests.placement.test_topology import cfg as rack_cfg
 from tests.placement.test_topology import racks as rack_nodes
@@ -68,8 +72,40 @@ def test_domains_to_try_sums_each_victims_nodes_and_counts_a_smaller_size_once()
 
     rack = [(RACK, ("b1", r)) for r in ("r00", "r01", "r02")]
     assert domains_to_try(st, released, RACK, 12, steps) == [rack[2], rack[0], rack[1]]
+    # a victim freeing more in r02 once r02 was named changes nothing
+    freed[(7, 0)] = {"c1": 4}
+    later = [*steps[:3], (7, 0), *steps[3:]]
+    assert domains_to_try(st, released, RACK, 12, later) == [rack[2], rack[0], rack[1]]
     assert domains_to_try(st, released, RACK, 8, steps[:1]) == [rack[0]]  # 4 + 4
     assert domains_to_try(st, released, RACK, 9, steps[:1]) == []  # not 9
     # r01 by victim 2 alone: 8 GPUs at size 0, not the 4 + 8 of both sizes
     assert domains_to_try(st, released, RACK, 12, [steps[1], steps[3]]) == []
     assert domains_to_try(st, released, RACK, 8, [steps[1], steps[3]]) == [rack[1]]
+
+
+@pytest.mark.parametrize(
+    ("running_on", "expected"),
+    [
+        (["a0", "a1"], [None, (RACK, ("b1", "r00"))]),  # its rack, after anywhere
+        (["a0", "b0"], []),  # split over two racks: it grows nowhere
+        (["a0", "x"], []),  # one pod outside every rack: likewise
+    ],
+)
+def test_a_running_required_gang_grows_only_inside_the_rack_its_pods_are_in(
+    running_on: list[str], expected: list[object]
+) -> None:
+    layout = {n: ("b1", r) for r, ns in (("r00", "a"), ("r01", "b")) for n in (ns + "0", ns + "1")}
+    el: dict[str, Any] = {"min_member": 2, "max_member": 4, "size_policy": "power-of-two"}
+    snap = snapshot(
+        rack_nodes(layout, gpus=8),
+        m.node("x", gpus=8),
+        m.gang("g", 4, gpus=4, running_on=running_on, annotations=REQ, **el),
+    )
+    c = rack_cfg()
+    st = PlanState(snap, prepare(snap, c.weights, c.settings, NOW, Topology(LEVELS)))
+    (j,) = range(len(st.problem.jobs))
+
+    def nothing(v: int, size: int) -> dict[str, int]:
+        return {}
+
+    assert list(fences(st, j, 4, 8, nothing, list)) == expected

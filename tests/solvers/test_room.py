@@ -64,6 +64,24 @@ def test_a_break_stays_known_until_one_of_its_nodes_gets_room_back_or_its_job_gr
     assert no_room.known(3, 0)
 
 
+def test_a_shrink_stays_known_until_one_of_its_nodes_gets_room_back() -> None:
+    """A shrink is known once added (it leaves ``open``), and no longer once a node it frees gets
+    room back; one on other nodes stays known. A take-back added twice (a shrink, a break) is
+    recorded once."""
+    given: list[str] = []
+    no_room = NoRoom({1: [2, 1], 2: [1]}, given, [])
+    assert not no_room.known(1, 1)
+    for pair, nodes in (((1, 1), ["a"]), ((1, 1), ["a"]), ((2, 1), ["b"]), ((3, 0), ["b"])):
+        no_room.add(pair, nodes)
+    no_room.add((3, 0), ["b"])
+    assert no_room.known(1, 1) and no_room.known(2, 1) and not no_room.known(1, 2)
+    assert no_room.by_node == {"a": [(1, 1)], "b": [(2, 1), (3, 0)]}
+    assert no_room.by_job == {1: [(1, 1)], 2: [(2, 1)], 3: [(3, 0)]}
+    given.append("a")
+    assert not no_room.known(1, 1)
+    assert no_room.known(2, 1)
+
+
 def test_a_shrink_is_no_longer_known_once_its_job_grew_back() -> None:
     """A shrink of job 1 recorded while job 1 was smaller frees more once a rollback restores
     job 1's pods (nodes the record does not list): job 1's growth reopens it, and a plan state
