@@ -118,9 +118,10 @@ def test_a_high_priority_partial_gang_completes_by_preemption() -> None:
     assert workers_after(snap, result.plan) == {"default/hi": 4, "default/low": 0}
 
 
-def _refill_case(fill_gpus: int) -> ClusterSnapshot:
+def _refill_case(fill_gpus: int, ahead: bool = False) -> ClusterSnapshot:
     """Queue a borrows (low: 4 GPUs, min 3) on a full 8-GPU node; hi (1 GPU) and fill (low's
-    priority: it may not break low itself) wait in a."""
+    priority: it may not break low itself) wait in a; ``ahead``: b2 waits in queue b, 2 hours
+    longer than fill, so it comes between them in queue order."""
     tree = quota_tree(
         {
             "name": "root",
@@ -137,6 +138,7 @@ def _refill_case(fill_gpus: int) -> ClusterSnapshot:
         gang("b1", 4, namespace="team-b", running_on=["n"] * 4, priority=0),
         gang("hi", 1, namespace="team-a", priority=100),
         gang("fill", fill_gpus, namespace="team-a", priority=0),
+        *([gang("b2", 1, namespace="team-b", created="2026-01-01T10:00:00Z")] if ahead else []),
     )
 
 
@@ -150,6 +152,22 @@ def test_a_gang_may_break_below_its_queues_min_when_other_gangs_of_the_queue_ref
         assert result.violations == []
         after = workers_after(snap, result.plan)
         assert after == {"team-a/low": 0, "team-b/b1": 4, "team-a/hi": 1, "team-a/fill": 3}, backend
+
+
+def test_a_pending_gang_of_another_queue_does_not_stop_the_refill() -> None:
+    # b2 (queue b, waiting 2 h) comes before fill in queue order; it cannot refill a, so the
+    # refill passes over it to fill, and b2 waits (no room is left for it)
+    snap = _refill_case(fill_gpus=3, ahead=True)
+    result = plan(snap, "greedy")
+    assert result.violations == []
+    after = workers_after(snap, result.plan)
+    assert after == {
+        "team-a/low": 0,
+        "team-b/b1": 4,
+        "team-a/hi": 1,
+        "team-a/fill": 3,
+        "team-b/b2": 0,
+    }
 
 
 def test_a_break_below_the_queues_min_is_undone_when_nothing_refills_it() -> None:

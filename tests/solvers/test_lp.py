@@ -7,8 +7,10 @@ from solver_sched.config.schema import ObjectiveWeights
 from solver_sched.formulation.aggregate import aggregate
 from solver_sched.formulation.build import build
 from solver_sched.formulation.prepare import prepare
+from solver_sched.io.kube_snapshot import snapshot_from_objects
 from solver_sched.solvers.greedy import greedy_plan, queue_order, start_order
 from solver_sched.solvers.lp import relaxation
+from solver_sched.synthetic import SIZES, preset_objects
 from tests.support.builders import (
     NOW,
     config,
@@ -76,3 +78,31 @@ def test_lp_guide_off_never_chooses_the_guided_candidate() -> None:
     assert plan(_fragments(), "greedy").chosen in ("greedy", "dense-value-greedy")
     off = config().model_copy(update={"weights": ObjectiveWeights(gang_start=0)})
     assert plan(_fragments(), "greedy", cfg=off).chosen == "greedy"
+
+
+def test_a_counted_types_share_goes_to_its_members_longest_waiting_first() -> None:
+    """Three interchangeable 4-GPU gangs are one counted type; 8 GPUs run two of them: the two
+    that waited longest get all of a share each, the third none."""
+    snap = snapshot(
+        node("n", gpus=8),
+        *(
+            gang(f"g{i}", 1, gpus=4, created=f"2026-01-01T{9 + i:02d}:00:00Z")
+            for i in (2, 0, 1)  # g0 waited longest
+        ),
+    )
+    c = config()
+    model = aggregate(prepare(snap, c.weights, c.settings, NOW))
+    assert [jm.count for jm in model.jobs] == [3]
+    shares = relaxation(model, build(model), 5.0)
+    assert shares == {"default/g0": 1.0, "default/g1": 1.0, "default/g2": 0.0}
+
+
+def test_the_relaxation_gets_the_window_it_is_given() -> None:
+    """An M cluster's relaxation takes about 0.1-0.2 s: given 10 s it is solved (the window is
+    what the caller gives, less the first import of HiGHS, never a hundredth of a second)."""
+    snap = snapshot_from_objects(preset_objects("hard", 1, NOW, SIZES["M"]))
+    c = config()
+    model = aggregate(prepare(snap, c.weights, c.settings, NOW))
+    built = build(model)
+    built.model.write_rows()  # as where a search runs: the window is then the LP's alone
+    assert relaxation(model, built, 10.0) is not None
