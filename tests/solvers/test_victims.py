@@ -695,3 +695,45 @@ def test_take_backs_known_to_open_no_room_are_skipped_without_changing_a_plan(
             assert plans[0] == plans[1], (preset, seed)
             sizes = [[after for _, after in plan] for plan in plans]
             assert sizes[0] == sizes[2] == sizes[3], (preset, seed)
+
+
+@pytest.mark.parametrize(("steps", "started"), [(3, 1), (2, 0)])
+def test_a_start_takes_at_most_max_victim_steps_take_backs(
+    monkeypatch: pytest.MonkeyPatch, steps: int, started: int
+) -> None:
+    """A full 8-GPU node of one-GPU priority-0 gangs; a priority-100 gang of three one-GPU pods
+    needs three take-backs: it starts within three steps, and waits within two."""
+    monkeypatch.setattr(walk, "MAX_VICTIM_STEPS", steps)
+    snap = snapshot(
+        node("n", gpus=8),
+        *(gang(f"low{i}", 1, running_on=["n"], priority=0) for i in range(8)),
+        gang("hi", 3, priority=100),
+    )
+    c = config()
+    problem = prepare(snap, c.weights, c.settings, NOW)
+    st = greedy.greedy_plan(snap, problem)
+    assert st.size["default/hi"] == 3 * started
+    assert sum(st.size[f"default/low{i}"] for i in range(8)) == 8 - 3 * started
+
+
+def test_a_victim_too_dear_alone_is_passed_over_for_a_cheaper_one_after_it() -> None:
+    """Value-aware: the priority-0 gang of 32 GPUs comes first in the search's order but gives
+    up more than the one-GPU priority-100 start brings; the priority-10 one-GPU gang after it
+    does not, and goes instead (queue-order greedy breaks the first)."""
+    snap = snapshot(
+        node("n1", gpus=9),
+        *(node(f"n{i}", gpus=8) for i in (2, 3, 4)),
+        gang("big", 4, gpus=8, running_on=["n1", "n2", "n3", "n4"], priority=0),
+        gang("small", 1, running_on=["n1"], priority=10),
+        gang("hi", 1, priority=100),
+    )
+    c = config()
+    problem = prepare(snap, c.weights, c.settings, NOW)
+    aware = greedy.greedy_plan(snap, problem, value_aware=True)
+    assert (aware.size["default/big"], aware.size["default/small"], aware.size["default/hi"]) == (
+        4,
+        0,
+        1,
+    )
+    plain = greedy.greedy_plan(snap, problem)
+    assert (plain.size["default/big"], plain.size["default/hi"]) == (0, 1)
