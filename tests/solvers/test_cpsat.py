@@ -47,3 +47,38 @@ def test_the_search_finds_the_optimum_of_a_tiny_model() -> None:
     status, values, objective, _, _, _ = Search(_model(3), None, 1.0, 1, 0).run()
     assert status.name == "OPTIMAL" and values is not None and values[:2] == [1, 0]
     assert objective == 2
+
+
+def test_rows_open_on_one_side_bind_on_the_other() -> None:
+    """An at-least row (no upper side) forces a variable the objective values negatively; an
+    at-most row caps one it values."""
+    m = LinearModel()
+    a, b, c = (m.var(n, 0, 5) for n in "abc")
+    m.add("at_least", [(a, 1)], 2, None)
+    m.add("at_most", [(b, 1), (c, 1)], None, 3)
+    m.term("guaranteed", "value", [(a, -1), (b, 2), (c, 1)])
+    status, values, objective, bound, _, _ = Search(m, None, 1.0, 1, 0).run()
+    assert status.name == "OPTIMAL" and values == [2, 3, 0]
+    assert objective == bound == 4
+
+
+def test_an_infeasible_model_has_no_solution() -> None:
+    m = _model(3)
+    m.add("none", [(0, 1), (1, 1)], 2, None)  # with "one": at most 1
+    status, values, objective, _, _, _ = Search(m, None, 1.0, 1, 0).run()
+    assert status.name == "INFEASIBLE" and values is None and objective is None
+
+
+def test_a_hint_must_give_every_variable_a_value() -> None:
+    with pytest.raises(ValueError, match="hint has 2 values for 3 variables"):
+        Search(_model(3), [1, 0], 1.0, 1, 0)
+
+
+def test_the_settings_reach_the_search() -> None:
+    p = Search(_model(3), [1, 0, 0], 0.0, 3, 7, linearization_level=1).parameters
+    assert (p.num_workers, p.random_seed, p.linearization_level) == (3, 7, 1)
+    assert p.max_time_in_seconds == 0.01  # never an instant stop
+    assert (p.cp_model_probing_level, p.log_search_progress) == (0, False)
+    long = Search(_model(3), None, 60.0, 1, 0).parameters
+    assert long.max_time_in_seconds == 60.0
+    assert long.max_presolve_iterations > 1 and long.cp_model_probing_level > 0
