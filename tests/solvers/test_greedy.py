@@ -207,6 +207,33 @@ def test_gangs_that_fit_in_their_queues_min_start_before_gangs_that_overshoot_it
         assert workers_after(snap, result.plan) == {"team-a/big": 0, "team-b/small": 6}, backend
 
 
+def test_a_gang_of_a_queue_below_its_min_starts_before_a_queue_without_one() -> None:
+    # Queue b is below its min (4, nothing running); queue a has none. hi (priority 100, a) and
+    # lo (priority 0, b) each need the node's 4 GPUs: lo covers b's min, which outweighs
+    # priority across queues, so it starts first and hi, which may not break it (b at its
+    # min), waits. Greedy starting hi first in priority order could not undo that: hi is not
+    # running, so no reclaim breaks it.
+    tree = quota_tree(
+        {
+            "name": "root",
+            "children": [
+                {"name": "a", "namespaces": ["team-a"]},
+                {"name": "b", "namespaces": ["team-b"], "min": {"nvidia.com/gpu": "4"}},
+            ],
+        }
+    )
+    snap = snapshot(
+        node("n", gpus=4),
+        tree,
+        gang("hi", 4, namespace="team-a", priority=100),
+        gang("lo", 4, namespace="team-b", priority=0),
+    )
+    for backend in ("greedy", "cpsat"):
+        result = plan(snap, backend)
+        assert result.violations == []
+        assert workers_after(snap, result.plan) == {"team-a/hi": 0, "team-b/lo": 4}, backend
+
+
 def test_within_a_queue_gangs_keep_their_priority_order_while_mins_are_covered() -> None:
     # Queue a (min 8) is below its min. big (priority 100) overshoots the min, small (priority 0)
     # fits in it: small may not jump ahead of big in big's own queue, where the min is covered
