@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from solver_sched.formulation.linear import LinearModel
-from solver_sched.solvers.milp import solve_milp
+from solver_sched.solvers.milp import _solver, solve_milp
 
 
 def _rows() -> LinearModel:
@@ -31,3 +31,9 @@ def test_an_infeasible_model_has_no_solution() -> None:
     m.add("none", [(0, 1)], None, 1)  # with at_least: a >= 2
     status, values, objective, bound, _, _ = solve_milp(m, 10.0, 1)
     assert status.name == "INFEASIBLE" and values is None and objective is None and bound is None
+
+
+def test_highs_is_asked_for_the_proven_optimum_within_the_limit_on_the_workers() -> None:
+    solver, name = _solver(2.5, 3)
+    assert name == "HiGHS"
+    assert (solver.timeLimit, solver.threads, solver.gapRel, solver.msg) == (2.5, 3, 0.0, False)
