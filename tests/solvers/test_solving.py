@@ -4,6 +4,7 @@ on the cycle's thread."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 
 import pytest
@@ -11,10 +12,12 @@ import pytest
 from solver_sched.formulation.aggregate import aggregate
 from solver_sched.formulation.build import build
 from solver_sched.formulation.prepare import prepare
+from solver_sched.io.kube_snapshot import snapshot_from_objects
 from solver_sched.solvers import cpsat
 from solver_sched.solvers import solving as solving_module
 from solver_sched.solvers.result import SolveStats, SolveStatus
 from solver_sched.solvers.solving import Solving
+from solver_sched.synthetic import SIZES, preset_objects
 from tests.support.builders import NOW, config, gang, node, plan, snapshot, workers_after
 
 
@@ -119,3 +122,20 @@ def test_milp_gets_the_limit_and_the_workers(monkeypatch: pytest.MonkeyPatch) ->
     model, built, s = _built()
     Solving("milp", model, built, None, 2.5, s.model_copy(update={"workers": 3})).result()
     assert seen == [(2.5, 3)]
+
+
+def test_two_searches_stop_together_once_either_proves_its_optimum() -> None:
+    """The hinted search beside the unhinted one (S): both stop at the deadline, or as soon as
+    one of them has proved its optimum, which the other cannot beat. Here one proves a tiny
+    model's at once while the other works on an M cluster's for up to 60 s: both are over long
+    before the deadline."""
+    model, built, s = _built()
+    m_model, m_built, _ = _built(snapshot_from_objects(preset_objects("hard", 1, NOW, SIZES["M"])))
+    one = Solving("cpsat", model, built, None, 60.0, s)
+    two = Solving("cpsat", m_model, m_built, None, 60.0, s)
+    start = time.perf_counter()
+    one.stop_at(start + 60.0, beside=two)
+    assert time.perf_counter() - start < 30.0
+    assert one.thread is not None and two.thread is not None
+    assert not one.thread.is_alive() and not two.thread.is_alive()
+    assert one.proved() and not two.proved()
