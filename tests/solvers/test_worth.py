@@ -26,7 +26,7 @@ from tests.support.builders import NOW, gang, node, quota_tree, snapshot
 
 # full: no pending gang fits without victims, so it has no start to check
 STARTS = [(p, s) for p in ("hard", "light", "fragmented", "elastic", "hetero") for s in (1, 2)]
-TAKE_BACKS = [(p, seed) for p in ("hard", "full", "fragmented", "elastic") for seed in (1, 2)]
+TAKE_BACKS = [(p, s) for p in ("hard", "full", "fragmented", "elastic") for s in (1, 2)]
 
 
 class _Band:
