@@ -5,11 +5,12 @@ from typing import Any
 
 import pytest
 
+from solver_sched.config.schema import SchedulerConfig
 from solver_sched.cycle import run_cycle
 from solver_sched.formulation.prepare import prepare
 from solver_sched.io import manifests as m
 from solver_sched.io.kube_snapshot import snapshot_from_objects
-from solver_sched.solvers import cpsat, greedy, victims, walk
+from solver_sched.solvers import cpsat, greedy, victims, walk, worth
 from solver_sched.solvers.result import SolveStatus
 from solver_sched.synthetic import PRESETS, SIZES, preset_objects
 from tests.placement.test_topology import RACK, REQ, domains_of
@@ -737,3 +738,23 @@ def test_a_victim_too_dear_alone_is_passed_over_for_a_cheaper_one_after_it() -> 
     )
     plain = greedy.greedy_plan(snap, problem)
     assert (plain.size["default/big"], plain.size["default/hi"]) == (0, 1)
+
+
+def test_value_aware_greedy_takes_no_victim_worth_exactly_what_the_start_brings() -> None:
+    """Without the break penalty (gangBreak 0) an 8-GPU priority-0 gang gives up 8 units of its
+    tier, 8,000: exactly what a one-GPU priority-100 start brings (its unit and its bonus in a
+    tier four times higher). An even swap is not worth a break: value-aware greedy keeps it."""
+    snap = snapshot(
+        node("n", gpus=8),
+        gang("low", 1, gpus=8, running_on=["n"], priority=0),
+        gang("hi", 1, priority=100),
+    )
+    cfg = SchedulerConfig.model_validate({"weights": {"gangBreak": 0}})
+    problem = prepare(snap, cfg.weights, cfg.settings, NOW)
+    names = [jm.name for jm in problem.jobs]
+    low, hi = names.index("default/low"), names.index("default/hi")
+    st = greedy.PlanState(snap, problem)
+    assert worth.take_loss(st, low, 0) == worth.start_gain(st, hi, 1) == 8000
+    aware = greedy.greedy_plan(snap, problem, value_aware=True)
+    assert (aware.size["default/low"], aware.size["default/hi"]) == (1, 0)
+    assert greedy.greedy_plan(snap, problem).size["default/hi"] == 1  # queue order breaks it
