@@ -82,14 +82,6 @@ def score(
     notes += undone
     if undone or values is None:
         values = to_values(model, built, st.size, counts_of(st.snapshot, st.problem, st.placed))
-    return valued(built, label, st, notes, values)
-
-
-def valued(
-    built: Built, label: str, st: PlanState, notes: list[str], values: list[int] | None
-) -> Candidate:
-    """A state whose evictions were already minimized (``score``, or a pass made in another
-    process), with its model values (None: it does not map onto the model)."""
     if values is None:
         return Candidate(label, st, notes, {}, None)
     terms = built.model.evaluate(values)

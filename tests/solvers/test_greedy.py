@@ -1,6 +1,8 @@
 """Greedy's main loop: the phases of starts (partial gangs, within-min, reclaim), refills of a queue
 taken below its min, and the scale-in order it follows."""
 
+from typing import Any
+
 import pytest
 
 from solver_sched.domain.snapshot import ClusterSnapshot
@@ -181,30 +183,41 @@ def test_a_break_below_the_queues_min_is_undone_when_nothing_refills_it() -> Non
         assert after == {"team-a/low": 4, "team-b/b1": 4, "team-a/hi": 0, "team-a/fill": 0}, backend
 
 
+def _two_queues_race(
+    mins: dict[str, int], gpus: int, a: tuple[str, int, int], b: tuple[str, int, int]
+) -> ClusterSnapshot:
+    """Queues a and b (a min where ``mins`` gives one) on one node of ``gpus``; one pending gang
+    in each, (name, workers of one GPU, priority)."""
+    children: list[dict[str, Any]] = []
+    for q in ("a", "b"):
+        child: dict[str, Any] = {"name": q, "namespaces": [f"team-{q}"]}
+        if q in mins:
+            child["min"] = {"nvidia.com/gpu": str(mins[q])}
+        children.append(child)
+    return snapshot(
+        node("n", gpus=gpus),
+        quota_tree({"name": "root", "children": children}),
+        *(
+            gang(name, workers, namespace=f"team-{q}", priority=prio)
+            for q, (name, workers, prio) in (("a", a), ("b", b))
+        ),
+    )
+
+
+def _both_backends_run(snap: ClusterSnapshot, expected: dict[str, int]) -> None:
+    for backend in ("greedy", "cpsat"):
+        result = plan(snap, backend)
+        assert result.violations == []
+        assert workers_after(snap, result.plan) == expected, backend
+
+
 def test_gangs_that_fit_in_their_queues_min_start_before_gangs_that_overshoot_it() -> None:
     # Both queues are below their min. big (priority 100) would cover 2 GPUs of a's min and use 4
     # more; small covers 6 GPUs of b's min. Covering mins outweighs priority across queues (the
     # quotaMin weight), so small goes first; big no longer fits. Before, big went first (priority
     # order) and small waited.
-    tree = quota_tree(
-        {
-            "name": "root",
-            "children": [
-                {"name": "a", "namespaces": ["team-a"], "min": {"nvidia.com/gpu": "2"}},
-                {"name": "b", "namespaces": ["team-b"], "min": {"nvidia.com/gpu": "6"}},
-            ],
-        }
-    )
-    snap = snapshot(
-        node("n", gpus=8),
-        tree,
-        gang("big", 6, namespace="team-a", priority=100),
-        gang("small", 6, namespace="team-b", priority=0),
-    )
-    for backend in ("greedy", "cpsat"):
-        result = plan(snap, backend)
-        assert result.violations == []
-        assert workers_after(snap, result.plan) == {"team-a/big": 0, "team-b/small": 6}, backend
+    snap = _two_queues_race({"a": 2, "b": 6}, 8, ("big", 6, 100), ("small", 6, 0))
+    _both_backends_run(snap, {"team-a/big": 0, "team-b/small": 6})
 
 
 def test_a_gang_of_a_queue_below_its_min_starts_before_a_queue_without_one() -> None:
@@ -213,25 +226,8 @@ def test_a_gang_of_a_queue_below_its_min_starts_before_a_queue_without_one() -> 
     # priority across queues, so it starts first and hi, which may not break it (b at its
     # min), waits. Greedy starting hi first in priority order could not undo that: hi is not
     # running, so no reclaim breaks it.
-    tree = quota_tree(
-        {
-            "name": "root",
-            "children": [
-                {"name": "a", "namespaces": ["team-a"]},
-                {"name": "b", "namespaces": ["team-b"], "min": {"nvidia.com/gpu": "4"}},
-            ],
-        }
-    )
-    snap = snapshot(
-        node("n", gpus=4),
-        tree,
-        gang("hi", 4, namespace="team-a", priority=100),
-        gang("lo", 4, namespace="team-b", priority=0),
-    )
-    for backend in ("greedy", "cpsat"):
-        result = plan(snap, backend)
-        assert result.violations == []
-        assert workers_after(snap, result.plan) == {"team-a/hi": 0, "team-b/lo": 4}, backend
+    snap = _two_queues_race({"b": 4}, 4, ("hi", 4, 100), ("lo", 4, 0))
+    _both_backends_run(snap, {"team-a/hi": 0, "team-b/lo": 4})
 
 
 def test_within_a_queue_gangs_keep_their_priority_order_while_mins_are_covered() -> None:
