@@ -15,7 +15,7 @@ For every instance (a preset, a size and a seed):
 Prints, per size and preset, medians and worst cases of the cycle time, the paired ratio, the
 gap to the best known and the plan's value against greedy's; writes benchmarks/results/scale.json.
 Reported runs use seeds from 1001 on; ``--dev`` takes seeds 1, 2, ... for development, so nothing
-is tuned on the reported instances.
+is tuned on the reported instances; ``--first-seed`` runs seeds no run has used before.
 
     .venv/bin/python -m benchmarks.scale                              # everything (hours)
     .venv/bin/python -m benchmarks.scale --only S M hard --instances 5 --best 10
@@ -210,13 +210,17 @@ def table(summary: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def instances(only: list[str], count: int | None, dev: bool) -> list[Instance]:
+def instances(
+    only: list[str], count: int | None, dev: bool, first_seed: int | None = None
+) -> list[Instance]:
     sizes = [s for s in SIZES if s in only] or list(SIZES)
     presets = [p for p in PRESETS if p in only] or list(PRESETS)
     unknown = set(only) - set(SIZES) - set(PRESETS)
     if unknown:
         raise SystemExit(f"--only: unknown {', '.join(sorted(unknown))}")
-    first = 1 if dev else REPORT_SEEDS
+    if dev and first_seed is not None:
+        raise SystemExit("--dev and --first-seed: choose one")
+    first = first_seed if first_seed is not None else 1 if dev else REPORT_SEEDS
     return [
         Instance(size, name, first + i)
         for size in sizes
@@ -235,6 +239,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--best", type=float, default=60.0, help="seconds of the best-known solve")
     p.add_argument("--dev", action="store_true", help="development seeds 1, 2, ...")
+    p.add_argument(
+        "--first-seed",
+        type=int,
+        help=f"seeds from this one on (default {REPORT_SEEDS}): held-out instances no run has used",
+    )
     p.add_argument("--time-limit", type=float, help="override the cycle's search limit")
     p.add_argument("-o", "--out", type=Path, default=OUT / "scale.json")
     p.add_argument("--config", type=Path, help="weights (SchedulerConfig YAML) for every solve")
@@ -244,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
         settings = config.settings.model_copy(update={"time_limit_seconds": args.time_limit})
         config = config.model_copy(update={"settings": settings})
     rows = []
-    for inst in instances(args.only, args.instances, args.dev):
+    for inst in instances(args.only, args.instances, args.dev, args.first_seed):
         row = measure(inst, args.best, config)
         rows.append(row)
         print(
