@@ -602,6 +602,17 @@ def test_a_partial_required_gang_takes_its_victims_in_its_own_rack() -> None:
     assert {e.job for e in result.plan.evictions} == {"default/low2-05", "default/low3-05"}
 
 
+def test_a_required_gang_seeks_its_victims_in_the_racks_they_can_free_enough_in() -> None:
+    """The racks tried are those the victims can free enough in, not the first they touch."""
+    # The last node of racks r00-r02, first in the search's order, runs a gang of big's priority,
+    # which big may not break: r03 is the first rack its victims can empty.
+    snap = _rack_cluster(30, 4, priorities={f"n{r:02d}-3": 1000 for r in range(3)})
+    result = run_cycle(snap, rack_cfg(), NOW, "greedy")
+    assert result.violations == []
+    assert workers_after(snap, result.plan)["default/big"] == 4
+    assert domains_of(snap, result.plan, "default/big", RACK) == {("b1", "r03")}
+
+
 def _jobs_capped(priority: int) -> tuple[Any, Any, Any, dict[str, int], list[int]]:
     """Queue q may run two jobs and runs two elastic ones (e1, e2: two 1-GPU pods each, on a)
     beside room for more; p, pending in q, is over q's max number of running jobs. A plan state,
@@ -758,3 +769,644 @@ def test_value_aware_greedy_takes_no_victim_worth_exactly_what_the_start_brings(
     aware = greedy.greedy_plan(snap, problem, value_aware=True)
     assert (aware.size["default/low"], aware.size["default/hi"]) == (1, 0)
     assert greedy.greedy_plan(snap, problem).size["default/hi"] == 1  # queue order breaks it
+
+
+def _search(snap: Any, value_aware: bool = False) -> tuple[Any, Any, dict[str, int]]:
+    """A plan state, its Victims in queue order, and the job index by short name."""
+    cfg = config()
+    problem = prepare(snap, cfg.weights, cfg.settings, NOW)
+    st = greedy.PlanState(snap, problem)
+    index = {jm.name.split("/")[1]: j for j, jm in enumerate(problem.jobs)}
+    return st, victims.Victims(st, greedy.queue_order(problem), value_aware), index
+
+
+def _fired(st: Any, j: int) -> set[str]:
+    """The trigger keys j's start fires."""
+    return {key for key, starters in st.problem.triggers.items() if j in starters}
+
+
+def _row(st: Any, queue: str) -> int:
+    return next(r for r, row in enumerate(st.problem.quotas) if row.queue == queue)
+
+
+def _counting(v: Any) -> list[int]:
+    """The starts v searches victims for from now on (a start its caches answer is not)."""
+    searches: list[int] = []
+    search = v._search
+    v._search = lambda *a: searches.append(a[0]) or search(*a)
+    return searches
+
+
+def test_a_shrink_frees_the_pods_the_plans_scale_in_order_evicts() -> None:
+    """What a shrink frees follows the plan's scale-in order, not the pods' last-first order."""
+    # pin holds half of x, so the scale-in order keeps e's worker on x and gives back the one on
+    # y (worker 1, not worker 2): shrinking e to 2 opens y for p.
+    el = {"gpus": 4, "min_member": 1, "max_member": 3}
+    snap = snapshot(
+        *(node(n, gpus=8) for n in "fxy"),
+        gang("pin", 1, gpus=4, running_on=["x"], priority=1000),
+        gang("e", 3, running_on=["f", "y", "x"], **el),
+        gang("p", 1, gpus=8, priority=100),
+    )
+    st, v, index = _search(snap)
+    assert set(v.released_all(index["e"], 2)) == {"y"}
+    assert v.start(index["p"], 1, set())
+    assert st.placed == {"default/p-worker-0": "y"}
+    assert st.size["default/e"] == 2
+
+
+def test_a_shrink_frees_only_pods_the_plan_has_not_evicted_yet() -> None:
+    """A job the plan already shrank frees, going smaller, only the pods it still runs."""
+    # e (three 4-GPU workers on x, y, z), shrunk to 2 in the plan, gave z back: going on to 1
+    # frees y alone. (p, pending, puts e in the model.)
+    snap = snapshot(
+        *(node(n, gpus=8) for n in "xyz"),
+        gang("e", 3, gpus=4, min_member=1, max_member=3, running_on=["x", "y", "z"]),
+        gang("p", 1, gpus=8),
+    )
+    st, v, index = _search(snap)
+    e = index["e"]
+    assert v.released(e, 2) == {"z": 4}
+    assert st.resize(e, 2)
+    assert v.released(e, 1) == {"y": 4}
+
+
+def test_a_take_back_of_pods_without_gpus_frees_no_gpus_and_opens_no_room() -> None:
+    """A victim without GPUs, on a node without GPUs, frees none: a GPU gang breaks another."""
+    # cc comes first in p's search; g, after it, is broken instead and cc keeps running.
+    snap = snapshot(
+        node("n", gpus=8),
+        node("c", gpus=0),
+        gang("cc", 1, gpus=0, running_on=["c"], priority=0),
+        gang("g", 1, gpus=8, running_on=["n"], priority=1),
+        gang("p", 1, gpus=8, priority=100),
+    )
+    st, v, index = _search(snap)
+    assert v.released(index["cc"], 0) == {"c": 0}
+    assert v.start(index["p"], 1, _fired(st, index["p"]))
+    assert (st.size["default/cc"], st.size["default/g"]) == (1, 0)
+    assert st.placed == {"default/p-worker-0": "n"}
+
+
+def test_a_start_its_queues_max_blocks_takes_back_only_in_that_queue() -> None:
+    """Over its queue's max, a start takes back only in that queue: nothing else brings it under."""
+    # eo (queue o) is first in the search's order; eq, in p's queue q, shrinks instead.
+    tree = quota_tree(
+        {
+            "name": "root",
+            "children": [
+                {"name": "q", "namespaces": ["team-q"], "max": {"nvidia.com/gpu": "8"}},
+                {"name": "o", "namespaces": ["team-o"]},
+            ],
+        }
+    )
+    el = {"gpus": 4, "min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
+    snap = snapshot(
+        *(node(n, gpus=8) for n in "abf"),
+        tree,
+        gang("eo", 2, namespace="team-o", running_on=["a", "a"], priority=0, **el),
+        gang("eq", 2, namespace="team-q", running_on=["b", "b"], priority=5, **el),
+        gang("p", 1, gpus=4, namespace="team-q", priority=100),
+    )
+    st, v, index = _search(snap)
+    assert st.quota_blocks(index["p"], 1)
+    assert v.start(index["p"], 1, set())
+    assert (st.size["team-o/eo"], st.size["team-q/eq"]) == (2, 1)
+
+
+def test_a_queue_at_its_min_keeps_only_its_own_jobs_from_shrinking() -> None:
+    """A queue at its min gives no victims, but other queues' jobs may still shrink."""
+    # a (min 4) is at its min once ea shrank in the plan (on cordoned k: no room for p there);
+    # eb, in queue b, shrinks and p starts on y.
+    tree = quota_tree(
+        {
+            "name": "root",
+            "children": [
+                {"name": "a", "namespaces": ["team-a"], "min": {"nvidia.com/gpu": "4"}},
+                {"name": "b", "namespaces": ["team-b"]},
+                {"name": "o", "namespaces": ["team-o"]},
+            ],
+        }
+    )
+    el = {"gpus": 4, "min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
+    snap = snapshot(
+        node("k", gpus=8, unschedulable=True),
+        *(node(n, gpus=8) for n in "xy"),
+        tree,
+        gang("ea", 2, namespace="team-a", running_on=["k", "k"], **el),
+        gang("fill", 1, gpus=4, namespace="team-o", running_on=["x"], priority=1000),
+        gang("eb", 2, namespace="team-b", running_on=["x", "y"], **el),
+        gang("p", 1, gpus=8, namespace="team-b", priority=100),
+    )
+    st, v, index = _search(snap)
+    assert st.resize(index["ea"], 1, check_quota=False)
+    assert st.below_floor(_row(st, "a"))
+    assert v.start(index["p"], 1, set())
+    assert st.size["team-b/eb"] == 1
+    assert st.placed == {"team-b/p-worker-0": "y"}
+
+
+def _unusable(where: str) -> list[Any]:
+    """lo (first in p's search) runs on u, which p may not use (``where``: u is cordoned, in
+    another cluster, or not the node p's affinity names); mid runs on w, which p may use."""
+    cluster = "solver-sched.io/cluster"
+    objs: list[Any] = [
+        node("u", gpus=8, labels={cluster: "y"}, unschedulable=where == "cordoned"),
+        node("w", gpus=8, labels={cluster: "x"}),
+        node("v", gpus=8, labels={cluster: "x"}),
+        gang("lo", 1, gpus=8, running_on=["u"], priority=0),
+        gang("mid", 1, gpus=8, running_on=["w"], priority=1),
+    ]
+    if where == "cluster":  # p runs a pod on v (cluster x): it may only grow in cluster x
+        return [*objs, gang("p", 2, gpus=8, running_on=["v"], priority=100)]
+    objs.append(gang("hold", 1, gpus=8, running_on=["v"], priority=1000))
+    p = pod("p-worker-0", group="p", gpus=8, priority=100)
+    if where == "affinity":
+        field = {"key": "metadata.name", "operator": "In", "values": ["w"]}
+        required = {"nodeSelectorTerms": [{"matchFields": [field]}]}
+        p["spec"]["affinity"] = {
+            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}
+        }
+    return [*objs, pod_group("p", min_member=1), p]
+
+
+@pytest.mark.parametrize("where", ["cordoned", "cluster", "affinity"])
+def test_a_take_back_on_a_node_the_gang_may_not_use_is_not_taken(where: str) -> None:
+    """Room freed on a node the gang may not use is no room: that victim keeps running."""
+    snap = snapshot(*_unusable(where))
+    st, v, index = _search(snap)
+    p = index["p"]
+    target = 2 if where == "cluster" else 1
+    assert v.start(p, target, _fired(st, p))
+    assert (st.size["default/lo"], st.size["default/mid"]) == (1, 0)
+    assert st.placed[f"default/p-worker-{target - 1}"] == "w"
+
+
+def test_breaks_in_different_queues_go_lowest_priority_first() -> None:
+    """Breakable gangs of several queues are tried lowest priority first across the queues."""
+    # a, below its min, may reclaim from b and c: c's priority-0 gang goes, not b's priority-50.
+    tree = quota_tree(
+        {
+            "name": "root",
+            "children": [
+                {"name": "a", "namespaces": ["team-a"], "min": {"nvidia.com/gpu": "8"}},
+                {"name": "b", "namespaces": ["team-b"]},
+                {"name": "c", "namespaces": ["team-c"]},
+            ],
+        }
+    )
+    snap = snapshot(
+        node("n1", gpus=8),
+        node("n2", gpus=8),
+        tree,
+        gang("b-hi", 1, gpus=8, namespace="team-b", running_on=["n1"], priority=50),
+        gang("c-lo", 1, gpus=8, namespace="team-c", running_on=["n2"], priority=0),
+        gang("p", 1, gpus=8, namespace="team-a"),
+    )
+    st, v, index = _search(snap)
+    p = index["p"]
+    assert v.start(p, 1, _fired(st, p))
+    assert (st.size["team-b/b-hi"], st.size["team-c/c-lo"]) == (1, 0)
+
+
+def _cpu_victim() -> Any:
+    """Queue q (max 8 GPUs, 12 CPUs) runs r (8 GPUs, 4 CPUs, not a victim) and cc (two CPU-only
+    4-CPU pods, may shrink to one); p1 (1 GPU, 4 CPUs) and p2 (4 CPUs, no GPU) are pending."""
+    q = {"name": "q", "namespaces": ["team-q"], "max": {"nvidia.com/gpu": "8", "cpu": "12"}}
+    ns = {"namespace": "team-q"}
+    return snapshot(
+        node("n", gpus=8),
+        node("c", gpus=0),
+        quota_tree({"name": "root", "children": [q]}),
+        gang("r", 1, gpus=8, running_on=["n"], priority=1000, **ns),
+        gang("cc", 2, gpus=0, min_member=1, max_member=2, running_on=["c", "c"], **ns),
+        gang("p1", 1, gpus=1, **ns),
+        gang("p2", 1, gpus=0, **ns),
+    )
+
+
+@pytest.mark.parametrize(("start", "over"), [("p1", True), ("p2", False)])
+def test_a_queues_max_is_out_of_reach_when_no_victim_frees_what_it_lacks(
+    start: str, over: bool
+) -> None:
+    """A queue's max stays out of reach when its victims free none of what the start is over."""
+    # Shrinking cc frees 4 CPUs and no GPU: enough for p2 (4 CPUs over q's max), not for p1
+    # (also 1 GPU over it).
+    st, v, index = _search(_cpu_victim())
+    j = index[start]
+    assert _row(st, "q") in {r for r, _ in st.quota_blocks(j, 1, first_only=False)}
+    assert victims.Start(v, j, 1, set(), False).over_quota_at_best() is over
+
+
+def _capped_q() -> Any:
+    """Queue q (max 12 GPUs) runs e (two 4-GPU pods, may shrink to one) and r2 (4 GPUs, not a
+    victim); p8 (an 8-GPU pod) and p12 (two 6-GPU pods) are pending in q, with priority over e."""
+    tree = quota_tree({"name": "root", "namespaces": ["team-q"], "max": {"nvidia.com/gpu": "12"}})
+    el = {"gpus": 4, "min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
+    q = {"namespace": "team-q"}
+    return snapshot(
+        *(node(n, gpus=8) for n in "abc"),
+        tree,
+        gang("e", 2, running_on=["a", "b"], priority=0, **el, **q),
+        gang("r2", 1, gpus=4, running_on=["c"], priority=1000, **q),
+        gang("p8", 1, gpus=8, priority=100, **q),
+        gang("p12", 2, gpus=6, priority=100, **q),
+    )
+
+
+@pytest.mark.parametrize(
+    ("start", "breaks", "over"),
+    [("p8", False, True), ("p8", True, False), ("p12", True, True)],
+    ids=["shrink-short", "break-enough", "break-and-shrink-short"],
+)
+def test_a_queues_max_is_out_of_reach_counting_each_victim_once_at_its_smallest(
+    start: str, breaks: bool, over: bool
+) -> None:
+    """Toward a queue's max each victim counts once, at its smallest size (a break: 0)."""
+    # q would be 8 GPUs over its max with p8, 12 with p12. Shrinking e frees 4 GPUs, breaking
+    # it 8 (not 8 + 4): short of p8's 8 without the break, enough with it, short of p12's 12.
+    st, v, index = _search(_capped_q())
+    j = index[start]
+    fired = _fired(st, j) if breaks else set()
+    assert (index["e"] in v._breakable(frozenset(fired)).get(v.rows[index["e"]], [])) is breaks
+    assert index["e"] in v.shrinkable
+    assert victims.Start(v, j, 1 if start == "p8" else 2, fired, False).over_quota_at_best() is over
+
+
+@pytest.mark.parametrize(("e2_size", "over"), [(1, True), (0, False)], ids=["shrunk", "broken"])
+def test_a_queues_max_is_out_of_reach_counting_victims_from_their_size_in_the_plan(
+    e2_size: int, over: bool
+) -> None:
+    """A victim the plan already shrank or broke frees toward a queue's max only what it holds."""
+    # q (16 GPUs, all held by e and e2, two 4-GPU pods each) and p, two 6-GPU pods. With e2 at
+    # its smallest in the plan, q is 8 over its max with p: only e's 4 come back. With e2
+    # broken, q is 4 over: e's 4 are enough (e2 at one pod would take 4 more).
+    el = {"gpus": 4, "min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
+    q = {"namespace": "team-q"}
+    snap = snapshot(
+        *(node(n, gpus=8) for n in "ab"),
+        quota_tree({"name": "root", "namespaces": ["team-q"], "max": {"nvidia.com/gpu": "16"}}),
+        gang("e", 2, running_on=["a", "b"], **el, **q),
+        gang("e2", 2, running_on=["a", "b"], **el, **q),
+        gang("p", 2, gpus=6, **q),
+    )
+    st, v, index = _search(snap)
+    assert st.resize(index["e2"], e2_size, check_quota=False)
+    assert st.quota_blocks(index["p"], 2)
+    assert victims.Start(v, index["p"], 2, set(), False).over_quota_at_best() is over
+
+
+def test_a_queues_max_is_out_of_reach_when_one_of_its_rows_stays_over() -> None:
+    """Each queue row that blocks the start counts only its own victims, and any one short is."""
+    # p is over its queue q's max (all 4 GPUs held by r, no victim) and over the max of pa, q's
+    # parent: w and w2, in q's sibling q2, cover pa's excess but not q's.
+    q = {"name": "q", "namespaces": ["team-q"], "max": {"nvidia.com/gpu": "4"}}
+    q2 = {"name": "q2", "namespaces": ["team-q2"]}
+    pa = {"name": "pa", "max": {"nvidia.com/gpu": "12"}, "children": [q, q2]}
+    in_q2 = {"namespace": "team-q2", "min_member": 1}
+    snap = snapshot(
+        *(node(n, gpus=8) for n in "abf"),
+        quota_tree({"name": "root", "children": [pa]}),
+        gang("r", 1, gpus=4, namespace="team-q", running_on=["a"], priority=1000),
+        gang("w", 3, gpus=4, max_member=3, running_on=["a", "b", "b"], **in_q2),
+        gang("w2", 2, gpus=2, max_member=2, running_on=["f", "f"], priority=5, **in_q2),
+        gang("p", 1, gpus=4, namespace="team-q", priority=100),
+    )
+    st, v, index = _search(snap)
+    blocked = {r for r, _ in st.quota_blocks(index["p"], 1, first_only=False)}
+    assert blocked == {_row(st, "pa"), _row(st, "q")}
+    assert victims.Start(v, index["p"], 1, set(), False).over_quota_at_best()
+
+
+def test_a_start_two_queue_rows_block_takes_victims_under_either() -> None:
+    """A start over the max of its queue and of its parent may take victims under either."""
+    # p (8 GPUs) is over aq's max (8; e holds 4) and over zp's, aq's parent (16, all held):
+    # breaking e brings aq under but frees only 4 of zp's; w, in aq's sibling q2, shrinks too.
+    aq = {"name": "aq", "namespaces": ["team-q"], "max": {"nvidia.com/gpu": "8"}}
+    q2 = {"name": "q2", "namespaces": ["team-q2"]}
+    zp = {"name": "zp", "max": {"nvidia.com/gpu": "16"}, "children": [aq, q2]}
+    snap = snapshot(
+        *(node(n, gpus=8) for n in "ab"),
+        quota_tree({"name": "root", "children": [zp]}),
+        gang("e", 1, gpus=4, namespace="team-q", running_on=["a"], priority=0),
+        gang(
+            "w",
+            3,
+            gpus=4,
+            namespace="team-q2",
+            min_member=1,
+            max_member=3,
+            running_on=["a", "b", "b"],
+        ),
+        gang("p", 1, gpus=8, namespace="team-q", priority=100),
+    )
+    st, v, index = _search(snap)
+    p = index["p"]
+    assert {r for r, _ in st.quota_blocks(p, 1, first_only=False)} == {
+        _row(st, "aq"),
+        _row(st, "zp"),
+    }
+    assert v.start(p, 1, _fired(st, p))
+    assert st.size["team-q/e"] == 0
+    assert st.size["team-q2/w"] < 3
+
+
+def _own_floor(min_gpus: int) -> Any:
+    """Queue a (min ``min_gpus`` GPUs, below the 12 it holds) runs e (three 4-GPU pods, may
+    shrink to one) and cc (two CPU-only pods, may shrink to one); p, pending in a, brings 4 GPUs,
+    p0 none."""
+    tree = quota_tree(
+        {"name": "root", "namespaces": ["team-a"], "min": {"nvidia.com/gpu": str(min_gpus)}},
+    )
+    a = {"namespace": "team-a"}
+    return snapshot(
+        *(node(n, gpus=8) for n in "xyz"),
+        node("c", gpus=0),
+        tree,
+        gang("e", 3, gpus=4, min_member=1, max_member=3, running_on=["x", "y", "z"], **a),
+        gang("cc", 2, gpus=0, min_member=1, max_member=2, running_on=["c", "c"], **a),
+        gang("p", 1, gpus=4, **a),
+        gang("p0", 1, gpus=0, **a),
+    )
+
+
+@pytest.mark.parametrize(
+    ("start", "min_gpus", "shrunk", "quiet"),
+    [("p", 8, False, True), ("p", 9, False, False), ("p", 8, True, True), ("p0", 5, False, False)],
+    ids=["at-min", "under-min", "at-min-from-the-plan", "no-gpu-start-under-min"],
+)
+def test_a_start_is_quiet_when_its_queue_keeps_its_min_with_every_victim_at_its_smallest(
+    start: str, min_gpus: int, shrunk: bool, quiet: bool
+) -> None:
+    """No own-floor refusal is possible when the queue keeps its min with all victims smallest."""
+    # a holds 12 GPUs and p brings 4; e at one pod leaves a at 8 (cc frees no GPU), its min or
+    # not, whether e shrinks from 3 pods or from the 2 the plan already left it. p0 brings no
+    # GPU: a is left at 4, under a min of 5.
+    st, v, index = _search(_own_floor(min_gpus))
+    if shrunk:
+        assert st.resize(index["e"], 2, check_quota=False)
+    assert victims.Start(v, index[start], 1, set(), False).quiet() is quiet
+
+
+def _own_queue(min_gpus: int) -> Any:
+    """Queue a (min ``min_gpus``) holds 20 GPUs: e1 (four 1-GPU pods, three on n, one on m) and
+    e2 (four 4-GPU pods on cordoned k). Fillers of queue o leave 3 GPUs free on m; p (4 GPUs,
+    queue a) fits nowhere until e1 gives back its pod on m."""
+    tree = quota_tree(
+        {
+            "name": "root",
+            "children": [
+                {"name": "a", "namespaces": ["team-a"], "min": {"nvidia.com/gpu": str(min_gpus)}},
+                {"name": "o", "namespaces": ["team-o"]},
+            ],
+        }
+    )
+    a, o = {"namespace": "team-a"}, {"namespace": "team-o", "priority": 1000}
+    return snapshot(
+        node("n", gpus=8),
+        node("m", gpus=8),
+        node("k", gpus=16, unschedulable=True),
+        tree,
+        gang("fn", 1, gpus=5, running_on=["n"], **o),
+        gang("fm", 1, gpus=4, running_on=["m"], **o),
+        gang("e1", 4, gpus=1, min_member=1, max_member=4, running_on=["n", "n", "n", "m"], **a),
+        gang("e2", 4, gpus=4, min_member=1, max_member=4, running_on=["k"] * 4, **a),
+        gang("p", 1, gpus=4, **a),
+    )
+
+
+def test_a_take_back_in_the_starts_own_queue_counts_the_start_toward_its_min() -> None:
+    """A take-back in the start's own queue may go where the start keeps the queue at its min."""
+    # With e2 shrunk to 2, a settles at 12 GPUs, under its min of 14, but p brings 4: e1 giving
+    # back one GPU leaves a at 15, so e1 shrinks and p starts on m.
+    st, v, index = _search(_own_queue(14))
+    assert st.resize(index["e2"], 2, check_quota=False)
+    assert v.start(index["p"], 1, set())
+    assert st.size["team-a/e1"] == 3
+    assert st.placed == {"team-a/p-worker-0": "m"}
+
+
+def test_a_start_in_debt_takes_back_in_its_own_queue_at_its_min() -> None:
+    """With debt, the start's own queue at its min still gives victims (greedy refills it)."""
+    # With e2 at 2, a (min 16) settles at 12 GPUs, at its min with p's 4: without debt none of
+    # a's jobs may shrink and the search says its own queue's floor refused it.
+    st, v, index = _search(_own_queue(16))
+    assert st.resize(index["e2"], 2, check_quota=False)
+    assert not v.start(index["p"], 1, set())
+    assert v.own_floor_refused
+    assert st.size["team-a/e1"] == 4
+    assert v.start(index["p"], 1, set(), debt=True)
+    assert st.size["team-a/e1"] == 3
+
+
+def test_a_failed_start_in_a_queue_with_a_floor_is_not_searched_again_in_the_same_plan() -> None:
+    """The same demand in the same plan fails without a search, and says again what refused it."""
+    # p1 and p2 are alike; a's floor refuses the shrink of e1 that would make room.
+    snap = _floor_cluster(14, {"gpus": 4, "namespace": "team-a"})
+    _, v, index = _search(snap)
+    searches = _counting(v)
+    assert not v.start(index["p1"], 1, set())
+    assert v.own_floor_refused
+    v.own_floor_refused = False
+    assert not v.start(index["p2"], 1, set())
+    assert v.own_floor_refused
+    assert searches == [index["p1"]]
+
+
+def test_a_start_larger_than_one_that_failed_in_the_same_plan_is_not_searched() -> None:
+    """More pods of a shape that failed in this plan fail without a search (no floor refused)."""
+    # p1, p2, p3: 1, 2 and 3 pods of one 8-GPU shape, nothing to take back. Once the plan
+    # changed (q's bind), p2 is searched again; p3, larger, is then not.
+    snap = snapshot(
+        node("n", gpus=8),
+        node("m", gpus=2),
+        gang("r", 1, gpus=8, running_on=["n"], priority=1000),
+        *(gang(f"p{i}", i, gpus=8) for i in (1, 2, 3)),
+        gang("q", 1, gpus=1),
+    )
+    st, v, index = _search(snap)
+    searches = _counting(v)
+    p1, p2, p3 = index["p1"], index["p2"], index["p3"]
+    assert not v.start(p1, 1, set())
+    v.own_floor_refused = True
+    assert not v.start(p2, 2, set())
+    assert not v.own_floor_refused
+    assert searches == [p1]
+    assert st.resize(index["q"], 1)
+    assert not v.start(p2, 2, set())
+    assert not v.start(p3, 3, set())
+    assert searches == [p1, p2]
+
+
+def test_a_larger_start_in_a_queue_with_a_floor_is_searched_after_a_smaller_one_failed() -> None:
+    """A larger start brings its queue more usage, so its floor may let more victims go."""
+    # a (min 14) holds 16 in e1: shrinking e1 leaves 8 + p1's 4 GPUs, under the min, but 8 +
+    # p2's 8, over it.
+    tree = quota_tree(
+        {
+            "name": "root",
+            "children": [
+                {"name": "a", "namespaces": ["team-a"], "min": {"nvidia.com/gpu": "14"}},
+                {"name": "o", "namespaces": ["team-o"]},
+            ],
+        }
+    )
+    el = {"gpus": 8, "min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
+    snap = snapshot(
+        node("a", gpus=8),
+        node("b", gpus=8),
+        tree,
+        gang("e1", 2, namespace="team-a", running_on=["a", "b"], **el),
+        gang("p1", 1, gpus=4, namespace="team-a"),
+        gang("p2", 2, gpus=4, namespace="team-a"),
+    )
+    st, v, index = _search(snap)
+    assert not v.start(index["p1"], 1, set())
+    assert v.start(index["p2"], 2, set())
+    assert st.size["team-a/e1"] == 1
+
+
+def test_a_start_failed_in_one_queue_is_searched_in_another() -> None:
+    """A start that failed is remembered with its queues: the same pod in another queue may fit."""
+    # p1 is over q's max; p2, the same pod in queue o, fits on n.
+    tree = quota_tree(
+        {
+            "name": "root",
+            "children": [
+                {"name": "q", "namespaces": ["team-q"], "max": {"nvidia.com/gpu": "4"}},
+                {"name": "o", "namespaces": ["team-o"]},
+            ],
+        }
+    )
+    snap = snapshot(
+        node("n", gpus=8),
+        tree,
+        gang("p1", 1, gpus=8, namespace="team-q"),
+        gang("p2", 1, gpus=8, namespace="team-o"),
+    )
+    st, v, index = _search(snap)
+    assert not v.start(index["p1"], 1, set())
+    assert v.start(index["p2"], 1, set())
+    assert st.placed == {"team-o/p2-worker-0": "n"}
+
+
+def test_a_start_past_the_deadline_says_no_floor_refused_it() -> None:
+    """Past the deadline a start takes no victims, so no floor refused it one."""
+    snap = snapshot(
+        node("n", gpus=8),
+        gang("low", 1, gpus=8, running_on=["n"]),
+        gang("p", 1, gpus=8, priority=100),
+    )
+    cfg = config()
+    problem = prepare(snap, cfg.weights, cfg.settings, NOW)
+    st = greedy.PlanState(snap, problem)
+    p = next(j for j, jm in enumerate(problem.jobs) if jm.name == "default/p")
+    v = victims.Victims(st, greedy.queue_order(problem), deadline=float("-inf"))
+    v.own_floor_refused = True  # what the start before said
+    assert not v.start(p, 1, _fired(st, p))
+    assert not v.own_floor_refused
+    assert st.size["default/low"] == 1
+
+
+def test_a_failed_value_aware_search_is_searched_again_for_a_start_that_brings_more() -> None:
+    """A value-aware search is not remembered as hopeless: a start that brings more may win."""
+    # Breaking big (40 GPUs of priority 0) gives up more than p1 (an 8-GPU pod of priority 10)
+    # brings, less than p2 (the same pod, priority 1000). After q's bind (no node got room
+    # back) p2 is searched, and breaks big.
+    nodes = [f"n{i}" for i in range(5)]
+    snap = snapshot(
+        *(node(n, gpus=8) for n in nodes),
+        node("m", gpus=2),
+        gang("big", 5, gpus=8, running_on=nodes, priority=0),
+        gang("p1", 1, gpus=8, priority=10),
+        gang("p2", 1, gpus=8, priority=1000),
+        gang("q", 1, gpus=1),
+    )
+    st, v, index = _search(snap, value_aware=True)
+    p1, p2 = index["p1"], index["p2"]
+    loss = worth.take_loss(st, index["big"], 0)
+    assert worth.start_gain(st, p1, 1) <= loss < worth.start_gain(st, p2, 1)
+    assert _fired(st, p1) == _fired(st, p2)
+    assert not v.start(p1, 1, _fired(st, p1))
+    assert st.resize(index["q"], 1)
+    assert v.start(p2, 1, _fired(st, p2))
+    assert st.size["default/big"] == 0
+
+
+def test_a_take_back_that_opened_no_room_in_one_cluster_is_tried_for_a_gang_of_another() -> None:
+    """What opened no room for a gang held to one cluster may open room for a gang that is not."""
+    # p1 runs a pod in cluster x: breaking lo (on u, cluster y) opens it no room, mid (on w,
+    # cluster x) goes. p2 may run anywhere: lo, first in its search, goes, and hi keeps running.
+    cluster = "solver-sched.io/cluster"
+    snap = snapshot(
+        node("u", gpus=8, labels={cluster: "y"}),
+        node("w", gpus=8, labels={cluster: "x"}),
+        node("v", gpus=8, labels={cluster: "x"}),
+        node("z", gpus=8, labels={cluster: "y"}),
+        gang("lo", 1, gpus=8, running_on=["u"], priority=0),
+        gang("mid", 1, gpus=8, running_on=["w"], priority=1),
+        gang("hi", 1, gpus=8, running_on=["z"], priority=2),
+        gang("p1", 2, gpus=8, running_on=["v"], priority=100),
+        gang("p2", 1, gpus=8, priority=100),
+    )
+    st, v, index = _search(snap)
+    p1, p2 = index["p1"], index["p2"]
+    assert v.start(p1, 2, _fired(st, p1))
+    assert (st.size["default/lo"], st.size["default/mid"]) == (1, 0)
+    assert v.start(p2, 1, _fired(st, p2))
+    assert (st.size["default/lo"], st.size["default/hi"]) == (0, 1)
+    assert st.placed["default/p2-worker-0"] == "u"
+
+
+def test_a_gangs_search_makes_room_for_its_largest_pod() -> None:
+    """A gang's victims must make room for its largest pod, not its first."""
+    # mw's pods need 1 and 8 GPUs: breaking lo frees 4 on n1, room for the first only, so lo
+    # keeps running and g (8 GPUs on n2) goes.
+    snap = snapshot(
+        *(node(n, gpus=8) for n in ("n1", "n2", "n3")),
+        gang("pin1", 1, gpus=4, running_on=["n1"], priority=1000),
+        gang("pin3", 1, gpus=7, running_on=["n3"], priority=1000),
+        gang("lo", 1, gpus=4, running_on=["n1"], priority=0),
+        gang("g", 1, gpus=8, running_on=["n2"], priority=1),
+        pod_group("mw", min_member=2),
+        pod("mw-a", group="mw", gpus=1, priority=100),
+        pod("mw-b", group="mw", gpus=8, priority=100),
+    )
+    st, v, index = _search(snap)
+    mw = index["mw"]
+    assert v.start(mw, 2, _fired(st, mw))
+    assert (st.size["default/lo"], st.size["default/g"]) == (1, 0)
+    assert st.placed == {"default/mw-a": "n3", "default/mw-b": "n2"}
+
+
+def test_a_start_without_gpus_takes_victims_where_no_gpu_is_free() -> None:
+    """A start that needs no GPU is tried once its victims free CPUs, with no GPU free."""
+    # The only node has no GPU and cc holds its CPUs: p starts once cc is broken.
+    snap = snapshot(
+        node("c", gpus=0, cpu="8"),
+        gang("cc", 1, gpus=0, cpu="8", running_on=["c"], priority=0),
+        gang("p", 1, gpus=0, cpu="8", priority=100),
+    )
+    st, v, index = _search(snap)
+    assert v.start(index["p"], 1, _fired(st, index["p"]))
+    assert (st.size["default/cc"], st.size["default/p"]) == (0, 1)
+
+
+def test_a_value_aware_start_larger_than_one_that_failed_is_searched() -> None:
+    """Value-aware: a larger start brings more, so a victim too dear for a smaller one may go."""
+    # Breaking big (40 GPUs of priority 0) gives up more than p1's one 8-GPU pod brings, less
+    # than p2's two.
+    nodes = [f"n{i}" for i in range(5)]
+    snap = snapshot(
+        *(node(n, gpus=8) for n in nodes),
+        gang("big", 5, gpus=8, running_on=nodes, priority=0),
+        gang("p1", 1, gpus=8, priority=10),
+        gang("p2", 2, gpus=8, priority=10),
+    )
+    st, v, index = _search(snap, value_aware=True)
+    p1, p2 = index["p1"], index["p2"]
+    loss = worth.take_loss(st, index["big"], 0)
+    assert worth.start_gain(st, p1, 1) <= loss < worth.start_gain(st, p2, 2)
+    assert not v.start(p1, 1, _fired(st, p1))
+    assert v.start(p2, 2, _fired(st, p2))
+    assert st.size["default/big"] == 0
