@@ -285,7 +285,7 @@ def test_a_break_known_to_open_no_room_is_not_tested_again_until_its_node_got_ro
         gang("p", 1, gpus=8, priority=100),
     )
     st, v, index, _ = _walks(snap)
-    fired = {key for key, starters in st.problem.triggers.items() if index["p"] in starters}
+    fired = _fired(st, index["p"])
     tested: list[tuple[int, int]] = []
     frees_a_slot = walk.Walk.frees_a_slot
 
@@ -633,7 +633,7 @@ def _jobs_capped(priority: int) -> tuple[Any, Any, Any, dict[str, int], list[int
         gang("p", 1, namespace="team-q", priority=priority),
     )
     st, v, index, _ = _walks(snap)
-    fired = {key for key, starters in st.problem.triggers.items() if index["p"] in starters}
+    fired = _fired(st, index["p"])
     resized: list[int] = []
     resize = st.resize
     st.resize = lambda j, *a, **k: resized.append(j) or resize(j, *a, **k)  # type: ignore[method-assign]
