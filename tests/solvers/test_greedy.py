@@ -24,15 +24,7 @@ from tests.support.builders import (
 def test_a_gang_may_replace_a_lower_priority_one_in_a_queue_at_its_min() -> None:
     # Queue a borrows (6 GPUs, min 4). Breaking "low" alone would take it to 2, below its min, but
     # the higher-priority gang of the same queue starting in its place brings it back to 6.
-    tree = quota_tree(
-        {
-            "name": "root",
-            "children": [
-                {"name": "a", "namespaces": ["team-a"], "min": {"nvidia.com/gpu": "4"}},
-                {"name": "b", "namespaces": ["team-b"]},
-            ],
-        }
-    )
+    tree = leaf_queues(("a", "team-a"), ("b", "team-b"), gpus={"a": {"min": 4}})
     snap = snapshot(
         node("n", gpus=8),
         tree,
@@ -83,15 +75,7 @@ def test_a_partial_gang_is_settled_before_a_reclaim_counts_on_its_gpus() -> None
     # Queue y borrows (min 6) and holds 2 of its GPUs in p, a partial gang that fits if completed
     # now. Deciding p after x's reclaim took a victim would leave y below its min with p stuck at
     # 2 pods: the checker rejected that plan every cycle (found in review).
-    tree = quota_tree(
-        {
-            "name": "root",
-            "children": [
-                {"name": "y", "namespaces": ["team-y"], "min": {"nvidia.com/gpu": "6"}},
-                {"name": "x", "namespaces": ["team-x"], "min": {"nvidia.com/gpu": "4"}},
-            ],
-        }
-    )
+    tree = leaf_queues(("y", "team-y"), ("x", "team-x"), gpus={"y": {"min": 6}, "x": {"min": 4}})
     snap = snapshot(
         node("n0", gpus=8),
         node("n1", gpus=2),
@@ -124,15 +108,7 @@ def _refill_case(fill_gpus: int, ahead: bool = False) -> ClusterSnapshot:
     """Queue a borrows (low: 4 GPUs, min 3) on a full 8-GPU node; hi (1 GPU) and fill (low's
     priority: it may not break low itself) wait in a; ``ahead``: b2 waits in queue b, 2 hours
     longer than fill, so it comes between them in queue order."""
-    tree = quota_tree(
-        {
-            "name": "root",
-            "children": [
-                {"name": "a", "namespaces": ["team-a"], "min": {"nvidia.com/gpu": "3"}},
-                {"name": "b", "namespaces": ["team-b"]},
-            ],
-        }
-    )
+    tree = leaf_queues(("a", "team-a"), ("b", "team-b"), gpus={"a": {"min": 3}})
     return snapshot(
         node("n", gpus=8),
         tree,
@@ -255,15 +231,8 @@ def test_within_a_queue_gangs_keep_their_priority_order_while_mins_are_covered()
 def test_a_tier_that_outweighs_quota_min_is_not_held_back_for_other_queues_mins() -> None:
     # As in the test above, big would overshoot a's min, but with four priorities its tier weighs
     # 64,000 per GPU, more than quotaMin's 20,000: it goes first, as the objective says.
-    tree = quota_tree(
-        {
-            "name": "root",
-            "children": [
-                {"name": "a", "namespaces": ["team-a"], "min": {"nvidia.com/gpu": "2"}},
-                {"name": "b", "namespaces": ["team-b"], "min": {"nvidia.com/gpu": "6"}},
-                {"name": "c", "namespaces": ["team-c"]},
-            ],
-        }
+    tree = leaf_queues(
+        ("a", "team-a"), ("b", "team-b"), ("c", "team-c"), gpus={"a": {"min": 2}, "b": {"min": 6}}
     )
     snap = snapshot(
         node("n", gpus=8),

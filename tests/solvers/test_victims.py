@@ -20,6 +20,7 @@ from tests.support.builders import (
     NOW,
     config,
     gang,
+    leaf_queues,
     node,
     plan,
     pod,
@@ -37,15 +38,7 @@ def test_victims_in_a_queue_at_its_min_do_not_use_up_the_search(
     # at its min. Its jobs have the lowest priority, so they are tried first; the room the new gang
     # needs comes from the third take-back, in queue b.
     monkeypatch.setattr(walk, "MAX_VICTIM_STEPS", 3)
-    tree = quota_tree(
-        {
-            "name": "root",
-            "children": [
-                {"name": "a", "namespaces": ["team-a"], "min": {"nvidia.com/gpu": "4"}},
-                {"name": "b", "namespaces": ["team-b"]},
-            ],
-        }
-    )
+    tree = leaf_queues(("a", "team-a"), ("b", "team-b"), gpus={"a": {"min": 4}})
     elastic = {"min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
     snap = snapshot(
         node("n", gpus=8),
@@ -255,12 +248,9 @@ def test_a_search_no_victim_could_help_is_not_walked_again_until_a_node_gets_roo
 
 
 def _walks(snap: Any) -> tuple[Any, Any, dict[str, int], list[int]]:
-    """A plan state, its Victims and job index, and the victims whose room a search reads."""
-    cfg = config()
-    problem = prepare(snap, cfg.weights, cfg.settings, NOW)
-    st = greedy.PlanState(snap, problem)
-    index = {jm.name.split("/")[1]: j for j, jm in enumerate(problem.jobs)}
-    v = victims.Victims(st, list(range(len(problem.jobs))))
+    """A plan state, its Victims (jobs in index order) and job index, and the victims whose room
+    a search reads."""
+    st, v, index = _search(snap, queue_ordered=False)
     walked: list[int] = []
     released = v.released_all
     v.released_all = lambda *a: walked.append(a[0]) or released(*a)  # type: ignore[method-assign]
@@ -317,15 +307,7 @@ def test_a_search_a_queue_blocked_is_not_walked_again_while_no_victim_could_open
     and then no node has room: p1 fails. All its victims together open no room on any node, so
     p2 (the same demand; the plan changed by q2's bind, no node got room back) fails without
     walking them. Once the pins are gone, p2 is searched again and starts, shrinking e1."""
-    tree = quota_tree(
-        {
-            "name": "root",
-            "children": [
-                {"name": "q", "namespaces": ["team-q"], "max": {"nvidia.com/gpu": "12"}},
-                {"name": "o", "namespaces": ["team-o"]},
-            ],
-        }
-    )
+    tree = leaf_queues(("q", "team-q"), ("o", "team-o"), gpus={"q": {"max": 12}})
     el = {"gpus": 4, "min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
     snap = snapshot(
         *(node(n, gpus=8) for n in "abc"),
@@ -363,15 +345,7 @@ def _floor_cluster(min_gpus: int, pending: dict[str, Any], *objects: Any) -> Any
     """Queue a (min ``min_gpus``) runs e1, two 8-GPU pods on a and b; queue o's pin fills c; s
     has 3 GPUs, too few for p1 and p2 (one pod each, ``pending``); o2 (1 GPU, queue o) changes
     the plan without giving any node room back."""
-    tree = quota_tree(
-        {
-            "name": "root",
-            "children": [
-                {"name": "a", "namespaces": ["team-a"], "min": {"nvidia.com/gpu": str(min_gpus)}},
-                {"name": "o", "namespaces": ["team-o"]},
-            ],
-        }
-    )
+    tree = leaf_queues(("a", "team-a"), ("o", "team-o"), gpus={"a": {"min": min_gpus}})
     el = {"gpus": 8, "min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
     return snapshot(
         *(node(n, gpus=8) for n in "abc"),
@@ -487,15 +461,7 @@ def _reclaim_for_a_little() -> list[Any]:
     """Queue a is below its min (8 GPUs, none used); queue b borrows: its priority-1000 gang b
     holds the one node. a's pending 1-GPU gang may reclaim, which breaks b: one GPU of priority
     0 and of a's min (1,000 + 20,000) for 8 of priority 1000 (8 x 4,000 + 500 for the break)."""
-    tree = quota_tree(
-        {
-            "name": "root",
-            "children": [
-                {"name": "a", "namespaces": ["team-a"], "min": {"nvidia.com/gpu": "8"}},
-                {"name": "b", "namespaces": ["team-b"], "min": {"nvidia.com/gpu": "0"}},
-            ],
-        }
-    )
+    tree = leaf_queues(("a", "team-a"), ("b", "team-b"), gpus={"a": {"min": 8}, "b": {"min": 0}})
     return [
         node("n", gpus=8),
         tree,
@@ -771,13 +737,17 @@ def test_value_aware_greedy_takes_no_victim_worth_exactly_what_the_start_brings(
     assert greedy.greedy_plan(snap, problem).size["default/hi"] == 1  # queue order breaks it
 
 
-def _search(snap: Any, value_aware: bool = False) -> tuple[Any, Any, dict[str, int]]:
-    """A plan state, its Victims in queue order, and the job index by short name."""
+def _search(
+    snap: Any, value_aware: bool = False, queue_ordered: bool = True
+) -> tuple[Any, Any, dict[str, int]]:
+    """A plan state, its Victims (jobs in queue order, else index order), and the job index by
+    short name."""
     cfg = config()
     problem = prepare(snap, cfg.weights, cfg.settings, NOW)
     st = greedy.PlanState(snap, problem)
     index = {jm.name.split("/")[1]: j for j, jm in enumerate(problem.jobs)}
-    return st, victims.Victims(st, greedy.queue_order(problem), value_aware), index
+    order = greedy.queue_order(problem) if queue_ordered else list(range(len(problem.jobs)))
+    return st, victims.Victims(st, order, value_aware), index
 
 
 def _fired(st: Any, j: int) -> set[str]:
@@ -851,15 +821,7 @@ def test_a_take_back_of_pods_without_gpus_frees_no_gpus_and_opens_no_room() -> N
 def test_a_start_its_queues_max_blocks_takes_back_only_in_that_queue() -> None:
     """Over its queue's max, a start takes back only in that queue: nothing else brings it under."""
     # eo (queue o) is first in the search's order; eq, in p's queue q, shrinks instead.
-    tree = quota_tree(
-        {
-            "name": "root",
-            "children": [
-                {"name": "q", "namespaces": ["team-q"], "max": {"nvidia.com/gpu": "8"}},
-                {"name": "o", "namespaces": ["team-o"]},
-            ],
-        }
-    )
+    tree = leaf_queues(("q", "team-q"), ("o", "team-o"), gpus={"q": {"max": 8}})
     el = {"gpus": 4, "min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
     snap = snapshot(
         *(node(n, gpus=8) for n in "abf"),
@@ -878,16 +840,7 @@ def test_a_queue_at_its_min_keeps_only_its_own_jobs_from_shrinking() -> None:
     """A queue at its min gives no victims, but other queues' jobs may still shrink."""
     # a (min 4) is at its min once ea shrank in the plan (on cordoned k: no room for p there);
     # eb, in queue b, shrinks and p starts on y.
-    tree = quota_tree(
-        {
-            "name": "root",
-            "children": [
-                {"name": "a", "namespaces": ["team-a"], "min": {"nvidia.com/gpu": "4"}},
-                {"name": "b", "namespaces": ["team-b"]},
-                {"name": "o", "namespaces": ["team-o"]},
-            ],
-        }
-    )
+    tree = leaf_queues(("a", "team-a"), ("b", "team-b"), ("o", "team-o"), gpus={"a": {"min": 4}})
     el = {"gpus": 4, "min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
     snap = snapshot(
         node("k", gpus=8, unschedulable=True),
@@ -945,16 +898,7 @@ def test_a_take_back_on_a_node_the_gang_may_not_use_is_not_taken(where: str) -> 
 def test_breaks_in_different_queues_go_lowest_priority_first() -> None:
     """Breakable gangs of several queues are tried lowest priority first across the queues."""
     # a, below its min, may reclaim from b and c: c's priority-0 gang goes, not b's priority-50.
-    tree = quota_tree(
-        {
-            "name": "root",
-            "children": [
-                {"name": "a", "namespaces": ["team-a"], "min": {"nvidia.com/gpu": "8"}},
-                {"name": "b", "namespaces": ["team-b"]},
-                {"name": "c", "namespaces": ["team-c"]},
-            ],
-        }
-    )
+    tree = leaf_queues(("a", "team-a"), ("b", "team-b"), ("c", "team-c"), gpus={"a": {"min": 8}})
     snap = snapshot(
         node("n1", gpus=8),
         node("n2", gpus=8),
@@ -1152,15 +1096,7 @@ def _own_queue(min_gpus: int) -> Any:
     """Queue a (min ``min_gpus``) holds 20 GPUs: e1 (four 1-GPU pods, three on n, one on m) and
     e2 (four 4-GPU pods on cordoned k). Fillers of queue o leave 3 GPUs free on m; p (4 GPUs,
     queue a) fits nowhere until e1 gives back its pod on m."""
-    tree = quota_tree(
-        {
-            "name": "root",
-            "children": [
-                {"name": "a", "namespaces": ["team-a"], "min": {"nvidia.com/gpu": str(min_gpus)}},
-                {"name": "o", "namespaces": ["team-o"]},
-            ],
-        }
-    )
+    tree = leaf_queues(("a", "team-a"), ("o", "team-o"), gpus={"a": {"min": min_gpus}})
     a, o = {"namespace": "team-a"}, {"namespace": "team-o", "priority": 1000}
     return snapshot(
         node("n", gpus=8),
@@ -1242,15 +1178,7 @@ def test_a_larger_start_in_a_queue_with_a_floor_is_searched_after_a_smaller_one_
     """A larger start brings its queue more usage, so its floor may let more victims go."""
     # a (min 14) holds 16 in e1: shrinking e1 leaves 8 + p1's 4 GPUs, under the min, but 8 +
     # p2's 8, over it.
-    tree = quota_tree(
-        {
-            "name": "root",
-            "children": [
-                {"name": "a", "namespaces": ["team-a"], "min": {"nvidia.com/gpu": "14"}},
-                {"name": "o", "namespaces": ["team-o"]},
-            ],
-        }
-    )
+    tree = leaf_queues(("a", "team-a"), ("o", "team-o"), gpus={"a": {"min": 14}})
     el = {"gpus": 8, "min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
     snap = snapshot(
         node("a", gpus=8),
@@ -1269,15 +1197,7 @@ def test_a_larger_start_in_a_queue_with_a_floor_is_searched_after_a_smaller_one_
 def test_a_start_failed_in_one_queue_is_searched_in_another() -> None:
     """A start that failed is remembered with its queues: the same pod in another queue may fit."""
     # p1 is over q's max; p2, the same pod in queue o, fits on n.
-    tree = quota_tree(
-        {
-            "name": "root",
-            "children": [
-                {"name": "q", "namespaces": ["team-q"], "max": {"nvidia.com/gpu": "4"}},
-                {"name": "o", "namespaces": ["team-o"]},
-            ],
-        }
-    )
+    tree = leaf_queues(("q", "team-q"), ("o", "team-o"), gpus={"q": {"max": 4}})
     snap = snapshot(
         node("n", gpus=8),
         tree,

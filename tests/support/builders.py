@@ -23,9 +23,20 @@ NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 node, pod, gang, pod_group, quota_tree = m.node, m.pod, m.gang, m.pod_group, m.quota_tree
 
 
-def leaf_queues(*leaves: tuple[str, str]) -> dict[str, Any]:
-    """An ElasticQuotaTree of leaf queues under the root, no min or max: (queue, namespace)."""
-    children = [{"name": q, "namespaces": [ns]} for q, ns in leaves]
+def leaf_queues(
+    *leaves: tuple[str, str], gpus: dict[str, dict[str, int]] | None = None
+) -> dict[str, Any]:
+    """An ElasticQuotaTree of leaf queues under the root: (queue, namespace); ``gpus``: per
+    queue, its GPU ``min`` and/or ``max`` (none where not given)."""
+    limits = gpus or {}
+    children = [
+        {
+            "name": q,
+            "namespaces": [ns],
+            **{k: {"nvidia.com/gpu": str(v)} for k, v in limits.get(q, {}).items()},
+        }
+        for q, ns in leaves
+    ]
     return quota_tree({"name": "root", "children": children})
 
 
