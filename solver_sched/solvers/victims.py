@@ -236,10 +236,10 @@ class Victims:
         records) and room elsewhere only shrank (other pods were bound): on a node not given room
         back since, its room plus what its victims free can only be less. So it still fails
         unless, on a node given room back since, the room now plus what its victims freed then
-        opens room for its pod (``room``), or a queue floor that refused a take-back opening
-        room may now let it go: its row's usage, with the start's, grew since, or the start may
-        cross it (with debt, its own queues' floors). Nor is it skipped where the walk's refusals
-        would tell greedy more than its outcome (``Start.quiet``)."""
+        opens room for its pod (``room``), or a queue floor that refused a take-back (tested
+        before its room) may now let it go: its row's usage, with the start's, grew since, or
+        the start may cross it (with debt, its own queues' floors). Nor is it skipped where the
+        walk's refusals would tell greedy more than its outcome (``Start.quiet``)."""
         hit = self.unreachable.get(memo)
         if hit is None or not self.remember_out_of_reach:
             return False

@@ -40,6 +40,7 @@ class Walk:
         self.outcome: dict[tuple[int, int], bool] = {}
         self.resized: set[tuple[int, int]] = set()
         self.began: dict[int, int] = {}
+        self.refused: set[int] = set()  # the floors that refused take-backs
 
     def room(self, freed: Vectors) -> list[str]:
         return self.start.room(freed, self.inside)
@@ -57,6 +58,22 @@ class Walk:
         if self.start.per_pod <= 1:
             return True
         return bool(self.room(victims.released_all(v, size)))
+
+    def floor_refuses(self, v: int, size: int, forced: bool = False) -> bool:
+        """Whether a queue floor (not of the start's own queues) refuses taking v down to size.
+        Tested before the node room: a refused take-back costs no node work, is not counted and
+        is not deferred (in a group it would be refused again, once the others were taken for
+        nothing). Floors only tighten as victims go, so it stays refused for this walk. Where
+        one of the start's own queues refuses a take-back that would have helped (opened room,
+        or was one of a group), greedy tries the start again with debt."""
+        start = self.start
+        st, coming = start.st, start.coming
+        hits = [r for r, _ in st.quota_blocks(v, size, False, coming) if r not in start.own]
+        if hits:
+            if not set(hits).isdisjoint(coming) and (forced or self.frees_a_slot(v, size)):
+                start.victims.own_floor_refused = True
+            self.refused.update(hits)
+        return bool(hits)
 
     def free(self) -> int:
         nodes = self.start.st.nodes
@@ -94,7 +111,7 @@ class Walk:
                     size = s
                     continue
                 was = self.outcome.get((v, s))  # deferred, or visited and not
-                if was or (was is None and s < size):
+                if was or (was is None and s < size and not self.floor_refuses(v, s)):
                     out.append((v, s))
         return out
 
@@ -103,7 +120,7 @@ class Walk:
         (its free GPUs must then reach the start's). Rolled back when it does not start."""
         start, victims = self.start, self.start.victims
         st, jobs, j, target = start.st, start.st.problem.jobs, start.j, start.target
-        gain, own, coming = start.gain, start.own, start.coming
+        gain = start.gain
         # A pending gang's search that no victim could help (none frees room for its pod alone
         # nor all together on one node) is not walked again while it depends on the same things
         # and no node it could use got room back (Victims.out_of_reach).
@@ -112,8 +129,8 @@ class Walk:
             return False
         mark = st.mark()
         taken = 0
-        helped = False  # some take-back opened room alone and no floor refused it
-        refused: set[int] = set()  # the floors that refused take-backs opening room alone
+        helped = False  # some take-back passed the floors and opened room (or was forced)
+        refused = self.refused
         no_room = self.no_room = start.no_room(self.fence)
         outcome, resized, began = self.outcome, self.resized, self.began
         first = no_room is not None and not start.blocked and gain is None
@@ -134,6 +151,8 @@ class Walk:
                     continue
                 if gain is not None and take_loss(st, v, size) >= gain:
                     continue  # too dear alone: in no set of victims worth taking
+                if self.floor_refuses(v, size, forced):
+                    continue
                 # (the first pass meets no known shrink: `unknown` reads the nodes given room;
                 # it walks every break, known or not, so a group may take it)
                 known = (
@@ -149,12 +168,6 @@ class Walk:
                         outcome[(v, size)] = True
                     if no_room is not None and not known:
                         no_room.add((v, size), victims.released_all(v, size))
-                    continue
-                # A shrink can only break a floor; refused ones cost no node work, are not counted.
-                hits = [r for r, _ in st.quota_blocks(v, size, False, coming) if r not in own]
-                if hits:
-                    victims.own_floor_refused |= not set(hits).isdisjoint(coming)
-                    refused.update(hits)
                     continue
                 helped = True
                 taken += 1
