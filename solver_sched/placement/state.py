@@ -148,16 +148,41 @@ class PlanState:
                 if will > was and usage.get(name, 0) - was + will > cap:
                     return name
         if row.floor:  # and only a shrink a floor
-            settled = self.settled[r]
-            for name, floor in row.floor.items():
-                was, will = old.get(name, 0), new.get(name, 0)
-                gone = 0 if unsettled else was  # an unsettled job's usage is not in ``settled``
-                if will < was and settled.get(name, 0) - gone + will + coming.get(name, 0) < floor:
-                    return f"min {name}"
+            hit = self._floor_hit(r, old, new, coming, unsettled)
+            if hit is not None:
+                return f"min {hit}"
         starts = not was_running and size > 0
         if row.jobs_cap is not None and starts and self.running_jobs[r] + 1 > row.jobs_cap:
             return MAX_JOBS
         return None
+
+    def _floor_hit(
+        self,
+        r: int,
+        old: res.Resources,
+        new: res.Resources,
+        coming: res.Resources,
+        unsettled: bool,
+    ) -> str | None:
+        """The resource of row r's floor that a shrink from ``old`` to ``new`` usage breaks."""
+        settled = self.settled[r]
+        for name, floor in self.problem.quotas[r].floor.items():
+            was, will = old.get(name, 0), new.get(name, 0)
+            gone = 0 if unsettled else was  # an unsettled job's usage is not in ``settled``
+            if will < was and settled.get(name, 0) - gone + will + coming.get(name, 0) < floor:
+                return name
+        return None
+
+    def floor_blocks(
+        self, j: int, size: int, rows: Iterable[int], credit: dict[int, dict[str, int]]
+    ) -> list[int]:
+        """The rows among ``rows`` (each with a floor) whose floor moving job j down to size
+        breaks: quota_blocks's floor test alone, for the victim search, which asks it of
+        every take-back it meets (caps and max-jobs only ever refuse a growth or a start)."""
+        name = self.problem.jobs[j].name
+        old, new = self.usage_at(j, self.size[name]), self.usage_at(j, size)
+        unsettled = j in self.unsettled
+        return [r for r in rows if self._floor_hit(r, old, new, credit.get(r, {}), unsettled)]
 
     # -- which pods a scale-in takes ---------------------------------------------------------
     def order_of(self, name: str) -> tuple[Pod, ...]:

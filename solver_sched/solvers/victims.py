@@ -281,6 +281,7 @@ class Start:
         }
         victims.own_floor_refused = bool(self.at_floor.intersection(self.coming))
         self._useful: dict[tuple[int, ...], bool] = {}  # rows_help per queue-row key, once
+        self._floored: dict[tuple[int, ...], tuple[int, ...]] = {}  # floored(), per row key
         job = st.snapshot.jobs[st.problem.jobs[j].name]
         binds = change_to(st.snapshot, job, target).bind
         self.largest = max(binds, key=lambda p: p.requests.get(res.GPU, 0), default=None)
@@ -299,6 +300,16 @@ class Start:
                 at_floor and at_floor.intersection(key)
             )
         return useful
+
+    def floored(self, v: int) -> tuple[int, ...]:
+        """v's queue rows with a floor that may refuse its take-backs (not the start's own
+        queues when it runs with debt)."""
+        key = self.victims.rows[v]
+        rows = self._floored.get(key)
+        if rows is None:
+            quotas, own = self.st.problem.quotas, self.own
+            rows = self._floored[key] = tuple(r for r in key if quotas[r].floor and r not in own)
+        return rows
 
     def usable(self, node: str) -> bool:
         """Whether the gang's largest pod may run on the node (cordon, selectors, taints, the

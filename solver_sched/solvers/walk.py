@@ -67,8 +67,11 @@ class Walk:
         one of the start's own queues refuses a take-back that would have helped (opened room,
         or was one of a group), greedy tries the start again with debt."""
         start = self.start
-        st, coming = start.st, start.coming
-        hits = [r for r, _ in st.quota_blocks(v, size, False, coming) if r not in start.own]
+        rows = start.floored(v)
+        if not rows:
+            return False
+        coming = start.coming
+        hits = start.st.floor_blocks(v, size, rows, coming)
         if hits:
             if not set(hits).isdisjoint(coming) and (forced or self.frees_a_slot(v, size)):
                 start.victims.own_floor_refused = True

@@ -379,9 +379,9 @@ def test_a_search_a_floor_refused_is_walked_again_once_the_floors_queue_grows() 
     pending = {"gpus": 8, "namespace": "team-o"}
     snap = _floor_cluster(10, pending, gang("a2", 1, gpus=2, namespace="team-a"))
     st, v, index = _search(snap, queue_ordered=False)
-    tested: list[int] = []  # the jobs whose resizes the quota rows are asked about
-    blocks = st.quota_blocks
-    st.quota_blocks = lambda j, *a, **k: tested.append(j) or blocks(j, *a, **k)
+    tested: list[int] = []  # the jobs whose take-backs the floors are asked about
+    floors = st.floor_blocks
+    st.floor_blocks = lambda j, *a: tested.append(j) or floors(j, *a)
     assert not v.start(index["p1"], 1, set())
     seen = tested.count(index["e1"])
     assert seen
