@@ -192,6 +192,23 @@ def test_a_victim_its_queues_floor_refuses_joins_no_group() -> None:
     assert [st.size[f"default/{e}"] for e in ("e2", "e3", "e4")] == [2, 1, 1]
 
 
+def test_the_rebuilt_deferred_list_holds_no_take_back_a_floor_refuses() -> None:
+    """The first pass skips the shrinks known to open no room and, if the gang has not started,
+    rebuilds the list the full walk would have deferred (``Walk.replay``). The full walk tests
+    the floor first, so the rebuilt list leaves out e1, whose queue's floor refuses it (the
+    cluster of the group test above, nothing visited yet)."""
+    snap = snapshot(
+        *(node(n, gpus=8) for n in "adbcfg"),
+        leaf_queues(("a", "team-a"), ("o", "default"), gpus={"a": {"min": 6}}),
+        *_pairs("e1", layout=[("b", "a")], job={"namespace": "team-a"}),
+        *_pairs("e2", "e3", "e4", layout=[("c", "a"), ("f", "d"), ("g", "d")]),
+        gang("big", 1, gpus=8),
+    )
+    _, v, index = _search(snap)
+    rebuilt = walk.Walk(victims.Start(v, index["big"], 1, set(), False), None).replay()
+    assert sorted(rebuilt) == sorted((index[e], 1) for e in ("e2", "e3", "e4"))
+
+
 def test_a_failed_start_is_searched_again_once_the_plan_changed() -> None:
     """Two pending gangs of one demand (an 8-GPU pod, nothing to take back): the first fails on a
     full node; once the running gang there is gone, the second is searched again and fits. With
