@@ -172,19 +172,24 @@ def test_a_victim_of_one_group_can_shrink_further_for_the_next() -> None:
     assert sorted(b.node for b in result.plan.binds) == ["x", "y"]
 
 
-def test_a_victim_its_queues_floor_refuses_joins_no_group() -> None:
-    """big's 8-GPU pod needs a or d emptied; each holds worker 1 of two elastic jobs, and no
-    shrink alone opens room. On a, shrinking e1 would leave its queue (min 6 GPUs, running 8)
-    under its min: the floor refuses it. Were e1 deferred with the others, a's group (e1, e2; a
-    comes before d) would shrink e2 for nothing before d's (e3, e4) opened room: the floor is
-    tested before the node room."""
-    snap = snapshot(
+def _one_floored_group() -> Any:
+    """Nodes a and d each hold worker 1 of two elastic jobs (e1, e2 on a; e3, e4 on d), which
+    no shrink alone opens for big's 8-GPU pod; shrinking e1 would leave its queue (min 6 GPUs,
+    running 8) under its min."""
+    return snapshot(
         *(node(n, gpus=8) for n in "adbcfg"),
         leaf_queues(("a", "team-a"), ("o", "default"), gpus={"a": {"min": 6}}),
         *_pairs("e1", layout=[("b", "a")], job={"namespace": "team-a"}),
         *_pairs("e2", "e3", "e4", layout=[("c", "a"), ("f", "d"), ("g", "d")]),
         gang("big", 1, gpus=8),
     )
+
+
+def test_a_victim_its_queues_floor_refuses_joins_no_group() -> None:
+    """The floor refuses shrinking e1. Were e1 deferred with the others, a's group (e1, e2; a
+    comes before d) would shrink e2 for nothing before d's (e3, e4) opened room: the floor is
+    tested before the node room."""
+    snap = _one_floored_group()
     st, v, index = _search(snap)
     assert v.start(index["big"], 1, set())
     assert st.placed["default/big-worker-0"] == "d"
@@ -195,15 +200,9 @@ def test_a_victim_its_queues_floor_refuses_joins_no_group() -> None:
 def test_the_rebuilt_deferred_list_holds_no_take_back_a_floor_refuses() -> None:
     """The first pass skips the shrinks known to open no room and, if the gang has not started,
     rebuilds the list the full walk would have deferred (``Walk.replay``). The full walk tests
-    the floor first, so the rebuilt list leaves out e1, whose queue's floor refuses it (the
-    cluster of the group test above, nothing visited yet)."""
-    snap = snapshot(
-        *(node(n, gpus=8) for n in "adbcfg"),
-        leaf_queues(("a", "team-a"), ("o", "default"), gpus={"a": {"min": 6}}),
-        *_pairs("e1", layout=[("b", "a")], job={"namespace": "team-a"}),
-        *_pairs("e2", "e3", "e4", layout=[("c", "a"), ("f", "d"), ("g", "d")]),
-        gang("big", 1, gpus=8),
-    )
+    the floor first, so the rebuilt list leaves out e1, whose queue's floor refuses it (nothing
+    visited yet)."""
+    snap = _one_floored_group()
     _, v, index = _search(snap)
     rebuilt = walk.Walk(victims.Start(v, index["big"], 1, set(), False), None).replay()
     assert sorted(rebuilt) == sorted((index[e], 1) for e in ("e2", "e3", "e4"))
