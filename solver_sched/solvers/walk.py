@@ -59,7 +59,7 @@ class Walk:
             return True
         return bool(self.room(victims.released_all(v, size)))
 
-    def floor_refuses(self, v: int, size: int, forced: bool = False) -> bool:
+    def floor_refuses(self, v: int, size: int, forced: bool) -> bool:
         """Whether a queue floor (not of the start's own queues) refuses taking v down to size.
         Tested before the node room: a refused take-back costs no node work, is not counted and
         is not deferred (in a group it would be refused again, once the others were taken for
@@ -114,7 +114,7 @@ class Walk:
                     size = s
                     continue
                 was = self.outcome.get((v, s))  # deferred, or visited and not
-                if was or (was is None and s < size and not self.floor_refuses(v, s)):
+                if was or (was is None and s < size and not self.floor_refuses(v, s, False)):
                     out.append((v, s))
         return out
 
