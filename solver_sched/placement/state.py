@@ -30,6 +30,8 @@ class PlanState:
         self.prefer: dict[str, tuple[tuple[str, ...], ...]] = {}  # job -> domains to try first
         self.size = {jm.name: jm.current for jm in problem.jobs}
         self.placed: dict[str, str] = {}  # pending pod -> node
+        # (job, size, size now) -> what the move lowers (_lowered, for every floor test)
+        self._lowered_at: dict[tuple[int, int, int], dict[str, tuple[int, int]]] = {}
         self.evicted: set[str] = set()  # running pods the tentative plan evicts
         self.index = {jm.name: j for j, jm in enumerate(problem.jobs)}
         self.rows_of: dict[int, list[int]] = {}
@@ -96,10 +98,13 @@ class PlanState:
         about to arrive per row (the gang whose start a shrink makes room for): floors count it."""
         old, new = self.usage_at(j, self.size[self.problem.jobs[j].name]), self.usage_at(j, size)
         was_running = self.size[self.problem.jobs[j].name] > 0
+        lowered = self._lowered(j, size)
         out: list[tuple[int, str]] = []
         for r in self.rows_of.get(j, ()):
             coming = credit.get(r, {}) if credit else {}
-            hit = self._row_block(r, old, new, was_running, size, coming, j in self.unsettled)
+            hit = self._row_block(
+                r, old, new, lowered, was_running, size, coming, j in self.unsettled
+            )
             if hit:
                 out.append((r, hit))
                 if first_only:
@@ -135,6 +140,7 @@ class PlanState:
         r: int,
         old: res.Resources,
         new: res.Resources,
+        lowered: dict[str, tuple[int, int]],
         was_running: bool,
         size: int,
         coming: res.Resources,
@@ -148,7 +154,7 @@ class PlanState:
                 if will > was and usage.get(name, 0) - was + will > cap:
                     return name
         if row.floor:  # and only a shrink a floor
-            hit = self._floor_hit(r, old, new, coming, unsettled)
+            hit = self._floor_hit(r, lowered, coming, unsettled)
             if hit is not None:
                 return f"min {hit}"
         starts = not was_running and size > 0
@@ -157,19 +163,18 @@ class PlanState:
         return None
 
     def _floor_hit(
-        self,
-        r: int,
-        old: res.Resources,
-        new: res.Resources,
-        coming: res.Resources,
-        unsettled: bool,
+        self, r: int, lowered: dict[str, tuple[int, int]], coming: res.Resources, unsettled: bool
     ) -> str | None:
-        """The resource of row r's floor that a shrink from ``old`` to ``new`` usage breaks."""
+        """The resource of row r's floor that a shrink lowering usage as in ``lowered``
+        (``_lowered``) breaks."""
         settled = self.settled[r]
         for name, floor in self.problem.quotas[r].floor.items():
-            was, will = old.get(name, 0), new.get(name, 0)
+            drop = lowered.get(name)
+            if drop is None:
+                continue
+            was, will = drop
             gone = 0 if unsettled else was  # an unsettled job's usage is not in ``settled``
-            if will < was and settled.get(name, 0) - gone + will + coming.get(name, 0) < floor:
+            if settled.get(name, 0) - gone + will + coming.get(name, 0) < floor:
                 return name
         return None
 
@@ -179,10 +184,24 @@ class PlanState:
         """The rows among ``rows`` (each with a floor) whose floor moving job j down to size
         breaks: quota_blocks's floor test alone, for the victim search, which asks it of
         every take-back it meets (caps and max-jobs only ever refuse a growth or a start)."""
-        name = self.problem.jobs[j].name
-        old, new = self.usage_at(j, self.size[name]), self.usage_at(j, size)
+        lowered = self._lowered(j, size)
+        if not lowered:
+            return []
         unsettled = j in self.unsettled
-        return [r for r in rows if self._floor_hit(r, old, new, credit.get(r, {}), unsettled)]
+        return [r for r in rows if self._floor_hit(r, lowered, credit.get(r, {}), unsettled)]
+
+    def _lowered(self, j: int, size: int) -> dict[str, tuple[int, int]]:
+        """Resource -> (usage now, usage at size), for those that moving job j to size lowers
+        (what a floor test reads; cached, as usage per size never changes)."""
+        now = self.size[self.problem.jobs[j].name]
+        key = (j, size, now)
+        out = self._lowered_at.get(key)
+        if out is None:
+            old, new = self.usage_at(j, now), self.usage_at(j, size)
+            out = self._lowered_at[key] = {
+                n: (was, new.get(n, 0)) for n, was in old.items() if new.get(n, 0) < was
+            }
+        return out
 
     # -- which pods a scale-in takes ---------------------------------------------------------
     def order_of(self, name: str) -> tuple[Pod, ...]:

@@ -105,9 +105,14 @@ def most_freed(
 ) -> dict[str, dict[str, int]]:
     """Node -> what these victims free there, each at its size in ``least`` (``smallest`` of
     a set of take-backs), on the nodes ``only`` names (None: every node)."""
+    return summed([released(v, size) for v, size in least.items()], only)
+
+
+def summed(parts: Iterable[Vectors], only: set[str] | None = None) -> dict[str, dict[str, int]]:
+    """Node -> the sum of ``parts`` there (each: node -> resources), on the nodes ``only``
+    names (None: every node)."""
     most: dict[str, dict[str, int]] = {}
-    for v, size in least.items():
-        freed = released(v, size)
+    for freed in parts:
         for node in freed if only is None else only.intersection(freed):
             res.add_into(most.setdefault(node, {}), freed[node])
     return most

@@ -25,7 +25,7 @@ from solver_sched.formulation.sizes import change_to
 from solver_sched.placement.nodes import Fence
 from solver_sched.placement.state import PlanState
 from solver_sched.solvers.fences import fences
-from solver_sched.solvers.room import NoRoom, Vectors
+from solver_sched.solvers.room import NoRoom, Vectors, summed
 from solver_sched.solvers.walk import Walk
 from solver_sched.solvers.worth import start_gain
 
@@ -89,10 +89,11 @@ class Victims:
         self._released_all: dict[tuple[int, int, int], dict[str, dict[str, int]]] = {}
         self._failed: dict[Hashable, tuple[int, bool]] = {}  # demand -> (plan version, refused)
         self._failed_smaller: dict[Hashable, tuple[int, int]] = {}  # -> (version, fewest pods)
-        # Searches no victim could help, by what they depend on: what all their victims freed
-        # per node, how far the nodes' record of room given back was read, and the floors that
-        # refused the take-backs that would have opened room (out_of_reach).
-        self.unreachable: dict[Hashable, tuple[Vectors, int, Floors]] = {}
+        # Searches no victim could help, by what they depend on: what each of their victims
+        # freed per node (summed only on the nodes given room back since), how far the nodes'
+        # record of room given back was read, and the floors that refused the take-backs that
+        # would have opened room (out_of_reach).
+        self.unreachable: dict[Hashable, tuple[tuple[Vectors, ...], int, Floors]] = {}
         self.smaller = {  # positive sizes a shrinkable job may take, largest first
             v: sorted((o.size for o in jobs[v].options[1:]), reverse=True) for v in self.shrinkable
         }
@@ -243,14 +244,16 @@ class Victims:
         hit = self.unreachable.get(memo)
         if hit is None or not self.remember_out_of_reach:
             return False
-        most, seen, floors = hit
+        parts, seen, floors = hit
         for r, then in floors.items():
             if r in start.own or any(q > then[n] for n, q in start.level(r).items()):
                 return False
         given = self.st.nodes.given
-        if room({n: most.get(n, {}) for n in set(given[seen:])}) or not start.quiet():
+        back = set(given[seen:])
+        most = summed(parts, back) if back else {}
+        if room({n: most.get(n, {}) for n in back}) or not start.quiet():
             return False
-        self.unreachable[memo] = (most, len(given), floors)
+        self.unreachable[memo] = (parts, len(given), floors)
         return True
 
 

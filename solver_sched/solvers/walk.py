@@ -7,7 +7,15 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from solver_sched.placement.nodes import Fence
-from solver_sched.solvers.room import NoRoom, Vectors, grouped, most_freed, near_room, smallest
+from solver_sched.solvers.room import (
+    NoRoom,
+    Vectors,
+    grouped,
+    most_freed,
+    near_room,
+    smallest,
+    summed,
+)
 from solver_sched.solvers.worth import take_loss
 
 if TYPE_CHECKING:  # victims.py builds the walks
@@ -210,13 +218,15 @@ class Walk:
         if not helped:
             # nothing was taken: the last pass deferred every victim left and found no group
             # (``least`` is theirs), or none was left
-            most = most_freed(least, victims.released_all)  # every node, for later
+            # (what each frees, summed later only on the nodes given room back)
+            parts = tuple(victims.released_all(v, size) for v, size in least.items())
             floors = {r: start.level(r) for r in refused}
-            victims.unreachable[memo] = (most, len(st.nodes.given), floors)
+            victims.unreachable[memo] = (parts, len(st.nodes.given), floors)
         elif start.blocked:
             # A queue blocked it: its first take-backs went to the queue, not to room. Remembered
             # when all its victims together open no room on any node (whatever the queues say).
-            most = most_freed(smallest(start.steps()), victims.released_all)
-            if not self.room(most):
-                victims.unreachable[memo] = (most, len(st.nodes.given), {})
+            least = smallest(start.steps())
+            parts = tuple(victims.released_all(v, size) for v, size in least.items())
+            if not self.room(summed(parts)):
+                victims.unreachable[memo] = (parts, len(st.nodes.given), {})
         return False
