@@ -1,4 +1,6 @@
-"""One scheduling cycle: snapshot -> problem -> solve -> plan -> check.
+"""One scheduling cycle: snapshot -> problem -> solve -> plan -> check. Which candidates run,
+and when: greedy's passes (planning/passes.py), the searches between them, each where the
+budget's rules (planning/clock.py) leave room.
 
 Pure: no I/O, and the clock only through ``now`` (perf_counter measures phase durations). The
 one process-wide effect is that the cyclic garbage collector is paused while a cycle runs.
@@ -8,8 +10,7 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
@@ -23,8 +24,7 @@ from solver_sched.formulation.build import Built, build
 from solver_sched.formulation.prepare import prepare
 from solver_sched.formulation.problem import Problem
 from solver_sched.formulation.values import to_values
-from solver_sched.placement.state import PlanState, restore
-from solver_sched.planning.beside import Beside, Send
+from solver_sched.planning.beside import Beside
 from solver_sched.planning.candidates import (
     COMPACT,
     DENSE,
@@ -38,15 +38,12 @@ from solver_sched.planning.candidates import (
     score,
     verdict,
 )
+from solver_sched.planning.clock import TAIL, WITH_ROWS, Clock, Timer
 from solver_sched.planning.diff import diff
-from solver_sched.planning.pack import compact, minimize_evictions, pack
+from solver_sched.planning.pack import compact, pack
+from solver_sched.planning.passes import Sent, arrivals, passes_beside, variant
 from solver_sched.solvers.budget import MARGIN, auto_budget, search_deadline
-from solver_sched.solvers.greedy import (
-    assignment_of,
-    greedy_plan,
-    queue_order,
-    start_order,
-)
+from solver_sched.solvers.greedy import assignment_of, greedy_plan
 from solver_sched.solvers.lp import relaxation
 from solver_sched.solvers.result import SolveStats
 from solver_sched.solvers.solving import BACKENDS, Solving, solution_assignment
@@ -59,14 +56,6 @@ __all__ = ["BACKENDS", "CycleResult", "run_cycle"]
 # plan depended on where the deadline cut it (M hard dev seed 2: the default cycle x0.9854 of the
 # greedy-only cycle); value-aware, it keeps what it took (docs/benchmarks.md, seventeenth pass).
 SECOND = DENSE_VALUE
-# greedy's other passes: label -> (start order: None is queue order, value-aware victims)
-PASSES = {
-    DENSE: (DENSE, False),
-    GUIDED: (GUIDED, False),
-    VALUE_AWARE: (None, True),
-    DENSE_VALUE: (DENSE, True),
-    GUIDED_VALUE: (GUIDED, True),
-}
 # Greedy's later passes in a forked child (planning/beside.py), up to BESIDE_NODES schedulable
 # nodes. The child slows the parent's passes (copy-on-write faults on every page of the snapshot
 # either touches, shared memory bandwidth): greedy's first pass 2.5-6% at 512 nodes, 6-11% at
@@ -77,17 +66,9 @@ PASSES = {
 # the pass the child is on, up to the child's end (twentieth pass).
 BESIDE = True
 BESIDE_NODES = 1000
-NO_SEARCH_BELOW = 0.1  # of the budget: with less left the model is not even translated
-# Nor when the search's window would be shorter than SEARCH_NEEDS times this cycle's model build
-# (Python writing the same rows the translation writes, so a measure of the model's size on this
-# machine, now): translation, presolve and a first solution take 1.5-3 times the build from 64 to
-# 2,000 nodes, so a shorter window returns at best the hint, and its translation (0.13 s at 512
-# nodes) only delays the plan. The window is estimated as search_deadline will set it, with the
-# check of greedy's plan, still to come, as long as the build (docs/benchmarks.md section 1).
-SEARCH_NEEDS = 2.5
-# A build with the model's rows over one without (formulation/build.py writes them when first
-# read): 1.9-2.9 from 512 to 10,000 nodes on every preset (docs/benchmarks.md section 1).
-WITH_ROWS = 2.0
+# Of the budget: with less left the model is not even translated (nor with a window shorter
+# than SEARCH_NEEDS builds: planning/clock.py, which holds the budget's rules of time)
+NO_SEARCH_BELOW = 0.1
 REPACKS = 3  # packings of the solver's plan after the first, while some job fails to pack
 # Of a cycle's budget: greedy's other candidates end by then, and the LP relaxation (whose window
 # is not greedy's pass) by LP_SHARE. A small model (SMALL_MODEL variables, S) is searched
@@ -108,11 +89,6 @@ SMALL_MODEL = 2000  # variables (S: 907)
 # at S on this machine.
 HINTED_BESIDE = True
 LP_SHARE = 0.5
-# Of greedy's first pass: what another pass still takes once its victim search has stopped at its
-# deadline (starts where they fit, elastic growth, valuing its plan): 0.1-0.5 at L on dev seeds.
-# The deadline keeps the budget where a pass costs more than the first (value-greedy: 1.4-1.9x
-# at L), keeping the victims taken so far (docs/benchmarks.md section 1).
-TAIL = 0.5
 # The dense pass, the greedy backend's second plan, runs where TAIL of a pass fits before its
 # end, its victim search cut for it, not only where a whole pass fits: at L a whole second pass
 # missed its end by a few percent of a pass in some cycles and not in others, as the machine's
@@ -123,10 +99,6 @@ TAIL = 0.5
 SECOND_CUT_TO_FIT = True
 
 
-# what the child beside sends per pass: sizes, pending pods' nodes, notes, model values
-_Sent = tuple[dict[str, int], dict[str, str], list[str], list[int] | None]
-
-
 @dataclass
 class CycleResult:
     plan: Plan
@@ -135,80 +107,6 @@ class CycleResult:
     phases: dict[str, float] = field(default_factory=dict)
     violations: list[str] = field(default_factory=list)
     chosen: str = ""  # which candidate became the plan: the solver's or greedy's
-
-
-class _Timer:
-    def __init__(self) -> None:
-        self.phases: dict[str, float] = {}
-
-    @contextmanager
-    def __call__(self, phase: str) -> Iterator[None]:
-        start = time.perf_counter()
-        yield
-        self.phases[phase] = self.phases.get(phase, 0.0) + time.perf_counter() - start
-
-
-@dataclass
-class _Clock:
-    """When a cycle's later work must end, from what the cycle measured so far: the model's
-    build (``building``, times WITH_ROWS once it is known that no rows will be written),
-    greedy's first pass (``one_pass``) and the plan phase. Without a budget nothing ends."""
-
-    start: float
-    budget: float | None  # bounds everything but an explicit search
-    search_budget: float | None  # the budget that bounds the search too
-    searching: bool  # a search may follow the candidates (not the greedy backend)
-    timer: _Timer
-    building: float
-    share: float  # of the budget: greedy's other candidates end by then
-    one_pass: float = 0.0  # greedy's first pass, once made
-
-    def window(self, at: float, bound: float) -> float:
-        """The search's window if it were translated at ``at`` in a budget of ``bound``, as
-        search_deadline will set it: the check of greedy's plan, still to come, as the build."""
-        plan = self.timer.phases["plan"]
-        return search_deadline(self.start, bound, plan + self.building) - at
-
-    def latest(
-        self, share: float | None = None, past_share: bool = True, rows: float = 1.0
-    ) -> float | None:
-        """When another greedy pass (about as long as the first) must end: in ``share`` (else
-        the candidates' share) of the budget; without a budget, never. A pass after which no
-        search could run anyway (its window shorter than SEARCH_NEEDS builds) may use the budget
-        up to the check's estimate (the build, times ``rows`` where it does not count the rows
-        yet), unless ``past_share`` is False (the LP relaxation, whose own window is its
-        share)."""
-        if self.budget is None:
-            return None
-        end = time.perf_counter() + self.one_pass
-        if (
-            past_share
-            and self.search_budget is not None
-            and self.searching
-            and self.window(end, self.search_budget) < SEARCH_NEEDS * self.building
-        ):
-            return self.before_check(rows)
-        return self.start + (self.share if share is None else share) * self.budget
-
-    def before_check(self, rows: float) -> float:
-        """MARGIN of the budget less the check's estimate (the build, times ``rows`` where it
-        does not count the rows yet): where greedy's passes end when no search follows."""
-        assert self.budget is not None
-        return self.start + MARGIN * self.budget - rows * self.building
-
-    def fits(self, end: float | None, of_pass: float = 1.0) -> bool:
-        """``of_pass`` of another pass (about as long as the first) ends by ``end`` (None: no
-        budget); TAIL of one: the part after its victim search, cut for ``end``."""
-        return end is None or time.perf_counter() + of_pass * self.one_pass <= end
-
-    def room_for_another(self, share: float | None = None, past_share: bool = True) -> bool:
-        return self.fits(self.latest(share, past_share))
-
-    def cutoff(self, end: float | None) -> float | None:
-        """When a pass that must end by ``end`` stops its victim search (greedy_plan's
-        deadline): a pass may cost twice the first (value-greedy at L), and what follows the
-        search still takes TAIL of a pass."""
-        return None if end is None else end - TAIL * self.one_pass
 
 
 class _Candidates:
@@ -225,8 +123,8 @@ class _Candidates:
         topology: Topology,
         backend: str,
         s: Settings,
-        timer: _Timer,
-        clock: _Clock,
+        timer: Timer,
+        clock: Clock,
         limit: float,
     ) -> None:
         self.snapshot, self.problem, self.model, self.built = snapshot, problem, model, built
@@ -235,7 +133,7 @@ class _Candidates:
         self.beside: Beside | None = None
         self.labels: tuple[str, ...] = ()  # the child's passes
         self.child_end = clock.start  # when its last pass ends
-        self.received: dict[str, _Sent | None] = {}
+        self.received: dict[str, Sent | None] = {}
         self.others: list[Candidate | None] = []
         self.second_wanted = bool(problem.gang_start) and problem.too_large is None  # until run
 
@@ -247,7 +145,7 @@ class _Candidates:
         self.child_end = self.clock.before_check(WITH_ROWS)
         with self.timer("beside"):
             work = partial(
-                _passes_beside,
+                passes_beside,
                 self.snapshot,
                 self.problem,
                 self.model,
@@ -289,8 +187,7 @@ class _Candidates:
             skip = None
             if left < NO_SEARCH_BELOW * search_budget:
                 skip = f"no search: {max(0.0, left):.2f}s of the {search_budget:.2f}s budget left"
-            elif (open_for := clock.window(at, search_budget)) < SEARCH_NEEDS * clock.building:
-                needed = SEARCH_NEEDS * clock.building
+            elif (open_for := clock.window(at, search_budget)) < (needed := clock.needed()):
                 skip = f"no search: a window of {max(0.0, open_for):.2f}s, {needed:.2f}s needed"
             if skip is None and self.beside is not None:  # the search takes the second core
                 self.receive()
@@ -308,7 +205,7 @@ class _Candidates:
             return
         deadline = self.clock.cutoff(end)
         self.others.append(
-            _variant(
+            variant(
                 self.snapshot,
                 self.problem,
                 self.model,
@@ -400,7 +297,7 @@ class _Candidates:
                     self.received.update(self.beside.arrived(wait=wait))
             self.beside.stop()
             with self.timer("beside"):
-                self.others += _arrivals(
+                self.others += arrivals(
                     self.snapshot, self.problem, self.built, self.received, self.others
                 )
         made = (c for c in self.others if c is not None)
@@ -465,11 +362,11 @@ def _cycle(
     limit = time_limit if time_limit is not None else s.time_limit_seconds
     if search_budget is not None:
         limit = min(limit, search_budget)
-    timer = _Timer()
+    timer = Timer()
     with timer("model"):
         topology, problem, model, built, building = _model(snapshot, config, now)
     share = VARIANTS if len(built.model.names) > SMALL_MODEL else VARIANTS_SMALL
-    clock = _Clock(start, budget, search_budget, backend != "greedy", timer, building, share)
+    clock = Clock(start, budget, search_budget, backend != "greedy", timer, building, share)
     made = _Candidates(snapshot, problem, model, built, topology, backend, s, timer, clock, limit)
     if (
         BESIDE
@@ -491,8 +388,7 @@ def _cycle(
     solving = hinted = None
     if backend != "greedy" and (
         search_budget is None
-        or clock.window(time.perf_counter(), search_budget)
-        >= SEARCH_NEEDS * WITH_ROWS * clock.building
+        or clock.window(time.perf_counter(), search_budget) >= clock.needed(WITH_ROWS)
     ):
         with timer("model"):
             rows_start = time.perf_counter()
@@ -547,7 +443,7 @@ def _cycle(
 
 
 def _packs_end(
-    start: float, budget: float | None, searched: bool, limit: float, timer: _Timer
+    start: float, budget: float | None, searched: bool, limit: float, timer: Timer
 ) -> float | None:
     """When repacking and compacting must end: MARGIN of the budget (as the search's deadline),
     plus an explicit search's nominal limit where one ``searched`` (not the time it took: one
@@ -590,7 +486,7 @@ def _checked(
     snapshot: ClusterSnapshot,
     candidates: list[Candidate],
     stats: SolveStats,
-    timer: _Timer,
+    timer: Timer,
     now: datetime,
     s: Settings,
 ) -> CycleResult:
@@ -661,110 +557,3 @@ def _searched(
     ):
         return one
     return replace(stats, detail=f"{stats.detail} (hinted, beside the unhinted search)"), values
-
-
-def _variant(
-    snapshot: ClusterSnapshot,
-    problem: Problem,
-    model: Problem,
-    built: Built,
-    timer: _Timer,
-    label: str,
-    deadline: float | None,
-    shares: dict[str, float] | None = None,
-) -> Candidate | None:
-    """Greedy's pass ``label`` (``_pass``) as another candidate."""
-    with timer("greedy"):
-        st = _pass(snapshot, problem, label, deadline, shares)
-        if st is None:
-            return None
-        a = assignment_of(st)
-        values = to_values(model, built, a.sizes, a.counts)
-    with timer("plan"):
-        return score(model, built, label, st, [], values)
-
-
-def _pass(
-    snapshot: ClusterSnapshot,
-    problem: Problem,
-    label: str,
-    deadline: float | None,
-    shares: dict[str, float] | None = None,
-) -> PlanState | None:
-    """Another greedy pass: starting gangs in the order of the LP relaxation's shares or
-    smallest first (None when that is queue order: the same plan as greedy's, or as
-    value-greedy's), with value-aware victims or not; past ``deadline`` its starts take no
-    victims."""
-    ordering, value_aware = PASSES[label]
-    order = starts = None
-    if ordering is not None:
-        order = queue_order(problem)
-        starts = start_order(problem, order, shares, dense=ordering == DENSE)
-        if starts == order:
-            return None
-    return greedy_plan(snapshot, problem, starts, value_aware, order=order, deadline=deadline)
-
-
-def _passes_beside(
-    snapshot: ClusterSnapshot,
-    problem: Problem,
-    model: Problem,
-    built: Built,
-    labels: tuple[str, ...],
-    end: float,
-    estimate: float,
-    send: Send,
-) -> None:
-    """In the child (planning/beside.py): greedy's passes ``labels`` one after another, each
-    sent as soon as it ends, as (label, sizes, pending pods' nodes, notes, model values), or
-    (label, None) where the pass is another's plan. Each pass's victim search stops at ``end``
-    less TAIL of ``estimate``, a pass's length: the previous pass's here, and for the first the
-    model phase's (0.6-0.8 of greedy's first pass at 512 nodes, 1.2-1.4 at 2,000)."""
-    for label in labels:
-        at = time.perf_counter()
-        if at + TAIL * estimate > end:
-            return
-        st = _pass(snapshot, problem, label, end - TAIL * estimate)
-        if st is None:
-            send((label, None))
-            continue
-        notes = minimize_evictions(st)  # as score() would; the parent does not again
-        a = assignment_of(st)
-        send(
-            (
-                label,
-                (dict(st.size), dict(st.placed), notes, to_values(model, built, a.sizes, a.counts)),
-            )
-        )
-        estimate = time.perf_counter() - at
-
-
-def _arrivals(
-    snapshot: ClusterSnapshot,
-    problem: Problem,
-    built: Built,
-    received: dict[str, _Sent | None],
-    others: list[Candidate | None],
-) -> list[Candidate]:
-    """The child's passes as candidates, each plan state restored (placement/state.py) only where
-    the model values it above every candidate already made: another would never be emitted
-    before them, and restoring one costs about a sixth of a pass (0.05 s at 512 nodes)."""
-    best = max((c.value for c in others if c is not None and c.value is not None), default=None)
-    out: list[Candidate] = []
-    for label, sent in received.items():
-        if sent is None:
-            continue
-        size, placed, notes, values = sent
-        if values is None:
-            continue
-        terms = built.model.evaluate(values)
-        value = built.model.objective_of(terms)
-        if best is not None and value <= best:
-            continue
-        try:
-            st = restore(snapshot, problem, size, placed)
-        except ValueError:  # never seen (tests/placement/test_state.py); the cycle goes on
-            continue
-        out.append(Candidate(label, st, notes, terms, value, values))  # minimized in the child
-        best = value
-    return out

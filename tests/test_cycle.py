@@ -15,7 +15,8 @@ from solver_sched.formulation.build import build
 from solver_sched.formulation.prepare import prepare
 from solver_sched.formulation.values import to_values
 from solver_sched.io.kube_snapshot import snapshot_from_objects
-from solver_sched.planning import candidates
+from solver_sched.planning import candidates, clock
+from solver_sched.planning import passes as passes_module
 from solver_sched.planning.beside import Beside
 from solver_sched.planning.pack import minimize_evictions
 from solver_sched.solvers import cpsat
@@ -355,6 +356,12 @@ def test_a_spent_budget_leaves_greedys_plan_without_a_search(
     assert "lp" not in result.phases  # no LP relaxation, no other greedy pass
 
 
+def _greedy_is(monkeypatch: pytest.MonkeyPatch, greedy: Any) -> None:
+    """Every greedy pass, the cycle's first and the others (planning/passes.py), is ``greedy``."""
+    monkeypatch.setattr(cycle_module, "greedy_plan", greedy)
+    monkeypatch.setattr(passes_module, "greedy_plan", greedy)
+
+
 def _slowed(
     monkeypatch: pytest.MonkeyPatch, build: float, greedy: float = 0.0, rows: float = 0.0
 ) -> None:
@@ -383,7 +390,7 @@ def _slowed(
         return st
 
     monkeypatch.setattr(cycle_module, "build", slow_build)
-    monkeypatch.setattr(cycle_module, "greedy_plan", slow_greedy)
+    _greedy_is(monkeypatch, slow_greedy)
 
 
 def test_no_search_when_its_window_is_shorter_than_the_model_needs(
@@ -533,7 +540,7 @@ def test_greedys_other_passes_stop_taking_victims_before_the_budget_ends(
             first.append(k.get("deadline"))
         return real(*a, **k)
 
-    monkeypatch.setattr(cycle_module, "greedy_plan", recorded)
+    _greedy_is(monkeypatch, recorded)
     given = variant_deadlines(monkeypatch)
     snap = snapshot_from_objects(synthetic_objects(16, 40, 20, 1, NOW))
     cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 4.0}})
@@ -708,7 +715,7 @@ def _passes(monkeypatch: pytest.MonkeyPatch) -> dict[str, tuple[Any, bool]]:
     """Each pass's start order and victim rule, by label (recorded while patched)."""
     passes: dict[str, tuple[Any, bool]] = {}
     label = [""]
-    real, variant = cycle_module.greedy_plan, cycle_module._variant
+    real, variant = cycle_module.greedy_plan, cycle_module.variant
 
     def recorded(*a: Any, **k: Any) -> Any:
         passes[label[0]] = (a[2] if len(a) > 2 else None, a[3] if len(a) > 3 else False)
@@ -718,8 +725,8 @@ def _passes(monkeypatch: pytest.MonkeyPatch) -> dict[str, tuple[Any, bool]]:
         label[0] = a[5]
         return variant(*a, **k)
 
-    monkeypatch.setattr(cycle_module, "greedy_plan", recorded)
-    monkeypatch.setattr(cycle_module, "_variant", recorded_variant)
+    _greedy_is(monkeypatch, recorded)
+    monkeypatch.setattr(cycle_module, "variant", recorded_variant)
     return passes
 
 
@@ -849,9 +856,9 @@ def _beside_only(monkeypatch: pytest.MonkeyPatch) -> None:
     the parent makes none of greedy's other passes itself (as when it has no time left)."""
     _Waiting.pids, _Waiting.events = [], []
     monkeypatch.setattr(cycle_module, "SMALL_MODEL", 0)
-    monkeypatch.setattr(cycle_module, "SEARCH_NEEDS", 1e9)
+    monkeypatch.setattr(clock, "SEARCH_NEEDS", 1e9)
     monkeypatch.setattr(cycle_module, "Beside", _Waiting)
-    monkeypatch.setattr(cycle_module, "_variant", lambda *a, **k: None)
+    monkeypatch.setattr(cycle_module, "variant", lambda *a, **k: None)
 
 
 def test_greedys_pass_made_beside_in_a_child_is_a_candidate(
@@ -866,7 +873,7 @@ def test_greedys_pass_made_beside_in_a_child_is_a_candidate(
     problem = prepare(snap, cfg.weights, cfg.settings, NOW)
     model = aggregate(problem, oldest_first(snap))
     built = build(model)
-    st = cycle_module._pass(snap, problem, cycle_module.VALUE_AWARE, None)
+    st = passes_module.greedy_pass(snap, problem, cycle_module.VALUE_AWARE, None)
     assert st is not None
     minimize_evictions(st)
     a = assignment_of(st)
@@ -890,7 +897,7 @@ def test_greedys_pass_made_beside_in_a_child_is_a_candidate(
 def test_the_child_beside_is_stopped_when_a_search_starts(monkeypatch: pytest.MonkeyPatch) -> None:
     """A search takes the second core: the child is killed before it starts (and is reaped)."""
     _beside_only(monkeypatch)
-    monkeypatch.setattr(cycle_module, "SEARCH_NEEDS", 0.0)
+    monkeypatch.setattr(clock, "SEARCH_NEEDS", 0.0)
     real_init = cpsat.Search.__init__
 
     def init(self: cpsat.Search, *a: Any) -> None:
@@ -944,7 +951,7 @@ def test_a_pass_from_the_child_that_does_not_restore_is_dropped(
     def unrestorable(*a: Any) -> Any:
         raise ValueError("job default/x: size 2 does not fit where it was placed")
 
-    monkeypatch.setattr(cycle_module, "restore", unrestorable)
+    monkeypatch.setattr(passes_module, "restore", unrestorable)
     snap = snapshot_from_objects(synthetic_objects(16, 40, 20, 5, NOW))
     result = cycle_module.run_cycle(snap, SchedulerConfig(), NOW, "cpsat")
     assert result.violations == [] and result.chosen == cycle_module.GREEDY
@@ -960,15 +967,15 @@ def test_with_nothing_left_to_run_the_cycle_waits_for_the_childs_pass(
     the pass would have ended."""
     _Waiting.pids, _Waiting.events = [], []
     monkeypatch.setattr(cycle_module, "SMALL_MODEL", 0)
-    monkeypatch.setattr(cycle_module, "SEARCH_NEEDS", 1e9)
-    monkeypatch.setattr(cycle_module, "_variant", lambda *a, **k: None)
-    real, delay = cycle_module._pass, [0.5]
+    monkeypatch.setattr(clock, "SEARCH_NEEDS", 1e9)
+    monkeypatch.setattr(cycle_module, "variant", lambda *a, **k: None)
+    real, delay = passes_module.greedy_pass, [0.5]
 
     def slowed(*a: Any, **k: Any) -> Any:
-        time.sleep(delay[0])  # in the child: the parent's passes are _variant's (none)
+        time.sleep(delay[0])  # in the child: the parent's passes are variant's (none)
         return real(*a, **k)
 
-    monkeypatch.setattr(cycle_module, "_pass", slowed)
+    monkeypatch.setattr(passes_module, "greedy_pass", slowed)
     objects = synthetic_objects(16, 40, 20, 5, NOW)
     cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 10.0}})
     result = cycle_module.run_cycle(snapshot_from_objects(objects), cfg, NOW, "cpsat")

@@ -18,6 +18,7 @@ from solver_sched.kube.controller import Controller
 from solver_sched.kube.informer import Informer
 from solver_sched.kube.resources import CONFIG_MAPS
 from solver_sched.kube.store import ObjectStore
+from solver_sched.planning import clock
 from solver_sched.planning.beside import Beside
 from tests.integration.kube import Kube, priority_classes, wait_for
 from tests.support.processes import gone
@@ -288,7 +289,7 @@ def test_greedys_passes_beside_in_a_forked_child_under_the_controllers_threads(
             pids.append(self.pid)
 
     monkeypatch.setattr(cycle_module, "SMALL_MODEL", 0)
-    monkeypatch.setattr(cycle_module, "SEARCH_NEEDS", 1e9)
+    monkeypatch.setattr(clock, "SEARCH_NEEDS", 1e9)
     monkeypatch.setattr(cycle_module, "Beside", Counted)
     kube.create(m.node("n1", gpus=4))
     _running_gang(kube, "low", 4, "n1")

@@ -90,21 +90,21 @@ def assert_solver_decided(result: CycleResult) -> None:
     assert result.stats.objective == result.stats.solver_objective
 
 
-_VARIANT = inspect.signature(cycle_module._variant)  # read before any test patches it
+_VARIANT = inspect.signature(cycle_module.variant)  # read before any test patches it
 
 
 def _record_variants(
     monkeypatch: pytest.MonkeyPatch, record: Callable[[str, float | None], object]
 ) -> None:
     """``record(label, deadline)`` for each of greedy's other passes a cycle runs, while patched."""
-    variant = cycle_module._variant
+    variant = cycle_module.variant
 
     def recorded_variant(*a: Any, **k: Any) -> Any:
         given = _VARIANT.bind(*a, **k).arguments  # by name, however the cycle passes them
         record(given["label"], given["deadline"])
         return variant(*a, **k)
 
-    monkeypatch.setattr(cycle_module, "_variant", recorded_variant)
+    monkeypatch.setattr(cycle_module, "variant", recorded_variant)
 
 
 def tried_variants(monkeypatch: pytest.MonkeyPatch) -> list[str]:
