@@ -9,7 +9,7 @@ import pytest
 
 from solver_sched.formulation.prepare import prepare
 from solver_sched.solvers import greedy
-from solver_sched.solvers.room import NoRoom, grouped
+from solver_sched.solvers.room import NoRoom, grouped, most_freed, summed
 from tests.support.builders import NOW, config, gang, node, snapshot
 
 
@@ -153,3 +153,19 @@ def test_grouped_by_victim_is_grouped_node_by_node(seed: int) -> None:
         return with_room
 
     assert grouped(steps, released, room, {}) == _grouped_per_node(steps, released, room, {})
+
+
+def test_what_victims_free_is_summed_per_node_on_the_nodes_asked_for_only() -> None:
+    """most_freed sums each victim's release (at its size in ``least``) node by node; asked for
+    some nodes (the walk's near nodes, the memo's nodes given room back) it sums nothing else."""
+    freed = {
+        (0, 1): {"a": {"gpu": 2, "cpu": 4}, "b": {"gpu": 1}},
+        (1, 0): {"a": {"gpu": 1}, "c": {"gpu": 8}},
+    }
+    least = {0: 1, 1: 0}
+    released = lambda v, size: freed[(v, size)]  # noqa: E731
+    every = {"a": {"gpu": 3, "cpu": 4}, "b": {"gpu": 1}, "c": {"gpu": 8}}
+    assert most_freed(least, released) == every
+    assert most_freed(least, released, {"a", "d"}) == {"a": {"gpu": 3, "cpu": 4}}
+    assert summed(freed.values(), {"c"}) == {"c": {"gpu": 8}}
+    assert summed(freed.values(), set()) == {}
