@@ -1,4 +1,4 @@
-"""The topology baselines and, over random topology presets, the properties every plan keeps:
+"""Over random topology presets, the properties every plan keeps:
 the independent checker accepts it, no gang that requires a rack is split, and no started gang is
 split while one rack could have held it."""
 
@@ -8,49 +8,11 @@ import pytest
 
 from solver_sched.config.schema import SchedulerConfig, Settings
 from solver_sched.cycle import run_cycle
-from solver_sched.domain.topology import HOSTNAME, Topology
-from solver_sched.io import manifests as m
 from solver_sched.planning.check import check
 from solver_sched.sim.topology import metrics
-from solver_sched.solvers.topology_baselines import BASELINES, kueue_best_fit, volcano_tiers
+from solver_sched.solvers.topology_baselines import BASELINES
 from solver_sched.synthetic.topology import RACK_LABEL, topology_objects
-from tests.support.builders import NOW, other, snapshot
-
-RACK, BLOCK = "example.com/rack", "example.com/block"
-TOPO = Topology((BLOCK, RACK, HOSTNAME))
-
-
-def _racks() -> list[dict[str, object]]:
-    """r1: a (4 free), b (2 free); r2: c, d (4 free each)."""
-    where = {"a": "r1", "b": "r1", "c": "r2", "d": "r2"}
-    return [m.node(n, gpus=4, labels={BLOCK: "b1", RACK: r}) for n, r in where.items()]
-
-
-def _nodes_of(plan: object, job: str) -> set[str]:
-    return {b.node for b in plan.binds if b.job == job}  # type: ignore[attr-defined]
-
-
-def test_kueue_best_fit_takes_the_tightest_rack_that_holds_the_gang() -> None:
-    snap = snapshot(
-        _racks(),
-        other("sys", "b", 2),
-        m.gang("g", 2, gpus=2, annotations={"kueue.x-k8s.io/podset-preferred-topology": RACK}),
-    )
-    assert _nodes_of(kueue_best_fit(snap, TOPO), "default/g") <= {"a", "b"}  # r1: 6 free
-
-
-def test_volcano_hard_mode_needs_one_tier_1_hypernode() -> None:
-    hard = {"networkTopology": {"mode": "hard", "highestTierAllowed": 1}}
-    snap = snapshot(
-        _racks(),
-        other("sys", "b", 2),
-        m.gang("g", 3, gpus=4, api="scheduling.volcano.sh", group_spec=hard),
-    )
-    assert not volcano_tiers(snap, TOPO).binds  # 12 GPUs: no rack has them
-    soft = {"networkTopology": {"mode": "soft"}}
-    snap = snapshot(_racks(), m.gang("g", 3, gpus=4, api="scheduling.volcano.sh", group_spec=soft))
-    assert len(volcano_tiers(snap, TOPO).binds) == 3  # the block holds it
-
+from tests.support.builders import NOW, snapshot
 
 CFG = SchedulerConfig(
     settings=Settings(time_limit_seconds=10, workers=1, random_seed=0, priority_preemption=False)

@@ -1,11 +1,13 @@
-"""The topology baselines as cycle candidates: a baseline's plan replays onto the cycle's plan state
-node for node, and the plan a cycle emits is never worse by the model's objective than either
-baseline's (the structural "never below greedy" of issue 15), even when the search has no time.
-The baselines' indexes, kept current gang after gang, choose what a scan from scratch chooses."""
+"""The topology baselines: where each puts a gang (Kueue's BestFit, Volcano's tiers and binpack
+score); as cycle candidates, a baseline's plan replays onto the cycle's plan state node for node,
+and the plan a cycle emits is never worse by the model's objective than either baseline's (the
+structural "never below greedy" of issue 15), even when the search has no time. The baselines'
+indexes, kept current gang after gang, choose what a scan from scratch chooses."""
 
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
 
@@ -17,18 +19,80 @@ from solver_sched.domain.topology import HOSTNAME, Topology, choose
 from solver_sched.formulation.aggregate import aggregate, oldest_first
 from solver_sched.formulation.build import build
 from solver_sched.formulation.prepare import prepare
+from solver_sched.io import manifests as m
 from solver_sched.io.kube_snapshot import snapshot_from_objects
 from solver_sched.planning.candidates import score
 from solver_sched.solvers.lexicographic import TOPOLOGY_TERMS, value_terms
-from solver_sched.solvers.topology_baselines import BASELINES, _ByGpus, _Counts, binpack, replay
+from solver_sched.solvers.topology_baselines import (
+    BASELINES,
+    _ByGpus,
+    _Counts,
+    binpack,
+    kueue_best_fit,
+    replay,
+    volcano_tiers,
+)
 from solver_sched.synthetic.topology import topology_objects
-from tests.support.builders import NOW
+from tests.support.builders import NOW, other, snapshot
 
 CFG = SchedulerConfig(
     settings=Settings(
         time_limit_seconds=0.01, workers=1, priority_preemption=False, queue_reclaim=False
     )
 )
+
+
+RACK, BLOCK = "example.com/rack", "example.com/block"
+TOPO = Topology((BLOCK, RACK, HOSTNAME))
+
+
+def _racks() -> list[dict[str, object]]:
+    """Block b1: rack r1 (nodes a, b) and rack r2 (c, d), 4 GPUs each."""
+    where = {"a": "r1", "b": "r1", "c": "r2", "d": "r2"}
+    return [m.node(n, gpus=4, labels={BLOCK: "b1", RACK: r}) for n, r in where.items()]
+
+
+def _nodes_of(plan: object, job: str) -> list[str]:
+    return sorted(b.node for b in plan.binds if b.job == job)  # type: ignore[attr-defined]
+
+
+def _volcano(pods: int, gpus: int, spec: dict[str, Any]) -> list[dict[str, Any]]:
+    return m.gang("g", pods, gpus=gpus, api="scheduling.volcano.sh", group_spec=spec)
+
+
+def test_kueue_best_fit_takes_the_tightest_rack_that_holds_the_gang() -> None:
+    """r1 has 6 GPUs free (b holds 2 of another scheduler's), r2 8: the gang's 4 go to r1."""
+    snap = snapshot(
+        _racks(),
+        other("sys", "b", 2),
+        m.gang("g", 2, gpus=2, annotations={"kueue.x-k8s.io/podset-preferred-topology": RACK}),
+    )
+    nodes = _nodes_of(kueue_best_fit(snap, TOPO), "default/g")
+    assert len(nodes) == 2 and set(nodes) <= {"a", "b"}
+
+
+def test_volcano_hard_mode_needs_one_tier_1_hypernode() -> None:
+    """Hard at tier 1: the gang in one rack (r2, the only one with 8 GPUs free), or nowhere; soft:
+    the next tier (the block) when no rack holds it."""
+    hard = {"networkTopology": {"mode": "hard", "highestTierAllowed": 1}}
+    snap = snapshot(_racks(), other("sys", "b", 2), _volcano(2, 4, hard))
+    assert _nodes_of(volcano_tiers(snap, TOPO), "default/g") == ["c", "d"]
+    snap = snapshot(_racks(), other("sys", "b", 2), _volcano(3, 4, hard))
+    assert not volcano_tiers(snap, TOPO).binds  # 12 GPUs: no rack has them
+    snap = snapshot(_racks(), _volcano(3, 4, {"networkTopology": {"mode": "soft"}}))
+    assert len(volcano_tiers(snap, TOPO).binds) == 3  # the block holds it
+
+
+def test_volcano_takes_the_hypernode_its_binpack_score_likes_best_then_the_fullest_node() -> None:
+    """Both racks hold the 2-GPU pod. r1 has 3 of its 8 GPUs in use, r2 1: r1 scores higher
+    ((3 + 2) / 8 against (1 + 2) / 8), and in r1 only b fits the pod. Node binpack over the whole
+    cluster would take c, the fullest node that fits (3 free)."""
+    hard = {"networkTopology": {"mode": "hard", "highestTierAllowed": 1}}
+    snap = snapshot(_racks(), other("x", "a", 3), other("y", "c", 1), _volcano(1, 2, hard))
+    assert _nodes_of(volcano_tiers(snap, TOPO), "default/g") == ["b"]
+    soft = {"networkTopology": {"mode": "soft"}}
+    snap = snapshot(_racks(), other("x", "a", 3), other("y", "c", 1), _volcano(1, 2, soft))
+    assert _nodes_of(volcano_tiers(snap, TOPO), "default/g") == ["b"]
 
 
 @pytest.mark.parametrize("seed", range(4))
