@@ -56,19 +56,41 @@ def _nodes_of(plan: object, job: str) -> list[str]:
     return sorted(b.node for b in plan.binds if b.job == job)  # type: ignore[attr-defined]
 
 
-def _volcano(pods: int, gpus: int, spec: dict[str, Any]) -> list[dict[str, Any]]:
-    return m.gang("g", pods, gpus=gpus, api="scheduling.volcano.sh", group_spec=spec)
+def _volcano(pods: int, gpus: int, spec: dict[str, Any], name: str = "g") -> list[dict[str, Any]]:
+    return m.gang(name, pods, gpus=gpus, api="scheduling.volcano.sh", group_spec=spec)
 
 
-def test_kueue_best_fit_takes_the_tightest_rack_that_holds_the_gang() -> None:
-    """r1 has 6 GPUs free (b holds 2 of another scheduler's), r2 8: the gang's 4 go to r1."""
-    snap = snapshot(
-        _racks(),
-        other("sys", "b", 2),
-        m.gang("g", 2, gpus=2, annotations={"kueue.x-k8s.io/podset-preferred-topology": RACK}),
+def _kueue(pods: int, gpus: int, mode: str, level: str = RACK) -> list[dict[str, Any]]:
+    return m.gang(
+        "g", pods, gpus=gpus, annotations={f"kueue.x-k8s.io/podset-{mode}-topology": level}
     )
-    nodes = _nodes_of(kueue_best_fit(snap, TOPO), "default/g")
-    assert len(nodes) == 2 and set(nodes) <= {"a", "b"}
+
+
+def test_kueue_required_stays_at_its_level_preferred_goes_up() -> None:
+    """12 GPUs in 4-GPU pods: no rack holds them (r1 has room for one such pod, r2 for two).
+    Required at the rack level, the gang waits; preferred, the block takes it, one pod per node
+    that holds one."""
+    objs = (_racks(), other("sys", "b", 2))
+    assert not kueue_best_fit(snapshot(*objs, _kueue(3, 4, "required")), TOPO).binds
+    plan = kueue_best_fit(snapshot(*objs, _kueue(3, 4, "preferred")), TOPO)
+    assert _nodes_of(plan, "default/g") == ["a", "c", "d"]
+
+
+def test_kueue_takes_the_node_with_the_least_room_that_holds_the_pod() -> None:
+    """One 2-GPU pod: r1 holds 3 such pods, r2 4, so r1 (BestFit); in r1, b (room for 1) over a
+    (room for 2)."""
+    snap = snapshot(_racks(), other("sys", "b", 2), _kueue(1, 2, "preferred"))
+    assert _nodes_of(kueue_best_fit(snap, TOPO), "default/g") == ["b"]
+
+
+def test_kueue_spreads_a_gang_no_domain_holds_most_room_first() -> None:
+    """Two blocks of one rack each (a, b and c, d; 4 GPUs per node): three 4-GPU pods fit no
+    rack or block, so at the top they go to the block with the most room first (a name-order tie:
+    B1, two pods), the last one to B2, best-fit: c, the first of two equal nodes."""
+    where = {"a": "1", "b": "1", "c": "2", "d": "2"}
+    nodes = [m.node(n, gpus=4, labels={BLOCK: f"B{k}", RACK: f"r{k}"}) for n, k in where.items()]
+    plan = kueue_best_fit(snapshot(nodes, _kueue(3, 4, "preferred")), TOPO)
+    assert _nodes_of(plan, "default/g") == ["a", "b", "c"]
 
 
 def test_volcano_hard_mode_needs_one_tier_1_hypernode() -> None:
@@ -93,6 +115,24 @@ def test_volcano_takes_the_hypernode_its_binpack_score_likes_best_then_the_fulle
     soft = {"networkTopology": {"mode": "soft"}}
     snap = snapshot(_racks(), other("x", "a", 3), other("y", "c", 1), _volcano(1, 2, soft))
     assert _nodes_of(volcano_tiers(snap, TOPO), "default/g") == ["b"]
+
+
+def test_volcano_scores_each_rack_as_the_gangs_placed_so_far_left_it() -> None:
+    """g1 (two 3-GPU pods) fits only r2 (r1 has 1 GPU free per node) and leaves it with 7 of 8
+    GPUs in use against r1's 6, so g2's GPU goes to r2 (d, its last free GPU). Scored from the
+    racks as they were before g1 (r2: 1 in use), r1 would win."""
+    hard = {"networkTopology": {"mode": "hard", "highestTierAllowed": 1}}
+    snap = snapshot(
+        _racks(),
+        other("x", "a", 3),
+        other("y", "b", 3),
+        other("z", "c", 1),
+        _volcano(2, 3, hard, "g1"),
+        _volcano(1, 1, hard, "g2"),
+    )
+    plan = volcano_tiers(snap, TOPO)
+    assert _nodes_of(plan, "default/g1") == ["c", "d"]
+    assert _nodes_of(plan, "default/g2") == ["d"]
 
 
 @pytest.mark.parametrize("seed", range(4))
