@@ -93,6 +93,36 @@ def test_kueue_spreads_a_gang_no_domain_holds_most_room_first() -> None:
     assert _nodes_of(plan, "default/g") == ["a", "b", "c"]
 
 
+@pytest.mark.parametrize("baseline", [kueue_best_fit, volcano_tiers])
+def test_a_baseline_places_gangs_highest_priority_first_past_running_ones(baseline: Any) -> None:
+    """Only r1 holds a 2 x 4-GPU gang (r2 is full), exactly. Of two such gangs the one of higher
+    priority gets it, whatever the names' order; a running gang listed first is passed over, not
+    the end of the list."""
+    rack = {"kueue.x-k8s.io/podset-required-topology": RACK}
+    hard = {"networkTopology": {"mode": "hard", "highestTierAllowed": 1}}
+    extra: dict[str, Any] = (
+        {"annotations": rack}
+        if baseline is kueue_best_fit
+        else {"api": "scheduling.volcano.sh", "group_spec": hard}
+    )
+    snap = snapshot(
+        _racks(),
+        m.gang("running", 2, gpus=4, running_on=["c", "d"], **extra),
+        m.gang("a-low", 2, gpus=4, priority=0, **extra),
+        m.gang("z-high", 2, gpus=4, priority=100, **extra),
+    )
+    plan = baseline(snap, TOPO)
+    assert _nodes_of(plan, "default/z-high") == ["a", "b"]
+    assert _nodes_of(plan, "default/a-low") == []
+
+
+def test_kueue_adds_the_node_level_a_topology_leaves_out() -> None:
+    """A Topology of block and rack only: BestFit still goes down to the nodes (r1, then b)."""
+    snap = snapshot(_racks(), other("sys", "b", 2), _kueue(1, 2, "preferred"))
+    plan = kueue_best_fit(snap, Topology((BLOCK, RACK)))
+    assert _nodes_of(plan, "default/g") == ["b"]
+
+
 def test_volcano_hard_mode_needs_one_tier_1_hypernode() -> None:
     """Hard at tier 1: the gang in one rack (r2, the only one with 8 GPUs free), or nowhere; soft:
     the next tier (the block) when no rack holds it."""
