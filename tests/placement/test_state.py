@@ -128,3 +128,34 @@ def test_a_restored_pod_goes_only_where_it_was_placed() -> None:
     assert st.placed == dict.fromkeys(pods, "a")
     with pytest.raises(ValueError, match="default/g"):
         restore(snap, problem, {"default/g": 2}, {pods[0]: "a", pods[1]: "b"})
+
+
+def test_a_floor_test_reads_the_jobs_usage_at_its_size_now() -> None:
+    """Queue a (min 4 GPUs) runs e (elastic, 8 pods of 1 GPU) and o (2 GPUs); queue b waits
+    below its min, so a's floor counts. Taking e from 8 to 2 leaves 4: allowed. Once e is at 4,
+    taking it to 2 leaves 4 again, allowed, and breaking it leaves 2, refused. Read with e's
+    usage at 8 (the first test's), the take-back to 2 would leave 0."""
+    tree = quota_tree(
+        {
+            "name": "root",
+            "children": [
+                {"name": "a", "namespaces": ["team-a"], "min": {"nvidia.com/gpu": "4"}},
+                {"name": "b", "namespaces": ["team-b"], "min": {"nvidia.com/gpu": "2"}},
+            ],
+        }
+    )
+    snap = snapshot(
+        node("n", gpus=10),
+        tree,
+        gang("e", 8, namespace="team-a", min_member=2, max_member=8, running_on=["n"] * 8),
+        gang("o", 2, namespace="team-a", running_on=["n"] * 2),
+        gang("w", 2, namespace="team-b"),
+    )
+    cfg = config()
+    st = PlanState(snap, prepare(snap, cfg.weights, cfg.settings, NOW))
+    e = st.index["team-a/e"]
+    rows = [r for r in st.rows_of[e] if st.problem.quotas[r].floor]
+    assert rows and st.floor_blocks(e, 2, rows, {}) == []
+    assert st.resize(e, 4, check_quota=False) and st.size["team-a/e"] == 4
+    assert st.floor_blocks(e, 2, rows, {}) == []
+    assert st.floor_blocks(e, 0, rows, {}) == rows
