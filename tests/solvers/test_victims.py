@@ -283,6 +283,34 @@ def test_a_search_no_victim_could_help_is_not_walked_again_until_a_node_gets_roo
     assert st.size["default/e1"] == 1
 
 
+def test_a_remembered_search_counts_every_victim_on_a_node_given_room_back() -> None:
+    """p (one 8-GPU pod) may only shrink e1 and e2, which free 2 GPUs each on a, beside pin's 4:
+    its search fails and is remembered. Once pin is gone, a has 4 free and the two victims free
+    4 more there together (either alone: 6), so p is searched again and starts on a. (hi's
+    trigger, which lets pin be broken, is not fired for p.)"""
+    el = {"gpus": 2, "min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
+    snap = snapshot(
+        *(node(n, gpus=8) for n in "af"),
+        gang("pin", 1, gpus=4, running_on=["a"], priority=1000),
+        gang("e1", 2, running_on=["f", "a"], **el),
+        gang("e2", 2, running_on=["f", "a"], **el),
+        gang("p", 1, gpus=8),
+        gang("hi", 1, gpus=16, priority=2000),  # may break pin (so pin may go); never fits
+    )
+    cfg = config()
+    problem = prepare(snap, cfg.weights, cfg.settings, NOW)
+    st = greedy.PlanState(snap, problem)
+    index = {jm.name: j for j, jm in enumerate(problem.jobs)}
+    v = victims.Victims(st, list(range(len(problem.jobs))))
+    p = index["default/p"]
+    assert not v.start(p, 1, set())
+    assert v.unreachable  # remembered
+    assert st.resize(index["default/pin"], 0, check_quota=False)  # a gets room back
+    assert v.start(p, 1, set())
+    assert st.placed["default/p-worker-0"] == "a"
+    assert st.size["default/e1"] == st.size["default/e2"] == 1
+
+
 def test_a_break_known_to_open_no_room_is_not_tested_again_until_its_node_got_room_back(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
