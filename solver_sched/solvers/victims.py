@@ -109,6 +109,11 @@ class Victims:
             out = self._released[key] = {n: vec.get(res.GPU, 0) for n, vec in vectors.items()}
         return out
 
+    def releases(self, least: dict[int, int]) -> tuple[Vectors, ...]:
+        """What each victim frees per node at its size in ``least`` (``released_all``'s dicts,
+        never changed once made: the out-of-reach memo keeps them)."""
+        return tuple(self.released_all(v, size) for v, size in least.items())
+
     def released_all(self, v: int, size: int) -> dict[str, dict[str, int]]:
         """``released`` with every resource: what the freed pods request, per node."""
         st = self.st

@@ -218,15 +218,13 @@ class Walk:
         if not helped:
             # nothing was taken: the last pass deferred every victim left and found no group
             # (``least`` is theirs), or none was left
-            # (what each frees, summed later only on the nodes given room back)
-            parts = tuple(victims.released_all(v, size) for v, size in least.items())
+            parts = victims.releases(least)  # summed later, on the nodes given room back
             floors = {r: start.level(r) for r in refused}
             victims.unreachable[memo] = (parts, len(st.nodes.given), floors)
         elif start.blocked:
             # A queue blocked it: its first take-backs went to the queue, not to room. Remembered
             # when all its victims together open no room on any node (whatever the queues say).
-            least = smallest(start.steps())
-            parts = tuple(victims.released_all(v, size) for v, size in least.items())
+            parts = victims.releases(smallest(start.steps()))
             if not self.room(summed(parts)):
                 victims.unreachable[memo] = (parts, len(st.nodes.given), {})
         return False

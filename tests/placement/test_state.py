@@ -3,6 +3,7 @@ a scale-in takes; a state restored from what a pass sent back."""
 
 import pytest
 
+from solver_sched.domain.snapshot import ClusterSnapshot
 from solver_sched.domain.topology import choose
 from solver_sched.formulation.prepare import prepare
 from solver_sched.io.kube_snapshot import snapshot_from_objects
@@ -14,11 +15,9 @@ from solver_sched.synthetic.topology import TOPOLOGY_PRESETS, topology_objects
 from tests.support.builders import NOW, config, gang, node, quota_tree, snapshot
 
 
-def _state() -> PlanState:
-    # Queue a borrows: r1 and r2 (2 GPUs each) and p, a partial gang running 2 of its 4 pods, hold
-    # 6 GPUs against a min of 4. p goes whatever the floor says, so the floor is min(4, 6 - 2) = 4.
-    # Queue b is below its min with a gang waiting: it may reclaim from a, down to that floor.
-    tree = quota_tree(
+def _queues_a_and_b() -> dict[str, object]:
+    """Queues a (team-a, min 4 GPUs) and b (team-b, min 2 GPUs)."""
+    return quota_tree(
         {
             "name": "root",
             "children": [
@@ -27,16 +26,26 @@ def _state() -> PlanState:
             ],
         }
     )
+
+
+def _plan_state(snap: ClusterSnapshot) -> PlanState:
+    cfg = config()
+    return PlanState(snap, prepare(snap, cfg.weights, cfg.settings, NOW))
+
+
+def _state() -> PlanState:
+    # Queue a borrows: r1 and r2 (2 GPUs each) and p, a partial gang running 2 of its 4 pods, hold
+    # 6 GPUs against a min of 4. p goes whatever the floor says, so the floor is min(4, 6 - 2) = 4.
+    # Queue b is below its min with a gang waiting: it may reclaim from a, down to that floor.
     snap = snapshot(
         node("n", gpus=8),
-        tree,
+        _queues_a_and_b(),
         gang("r1", 2, namespace="team-a", running_on=["n"] * 2),
         gang("r2", 2, namespace="team-a", running_on=["n"] * 2),
         gang("p", 4, namespace="team-a", running_on=["n"] * 2),
         gang("w", 2, namespace="team-b"),
     )
-    cfg = config()
-    return PlanState(snap, prepare(snap, cfg.weights, cfg.settings, NOW))
+    return _plan_state(snap)
 
 
 def test_a_floor_does_not_count_on_a_partial_gang_that_is_not_settled() -> None:
@@ -135,24 +144,14 @@ def test_a_floor_test_reads_the_jobs_usage_at_its_size_now() -> None:
     below its min, so a's floor counts. Taking e from 8 to 2 leaves 4: allowed. Once e is at 4,
     taking it to 2 leaves 4 again, allowed, and breaking it leaves 2, refused. Read with e's
     usage at 8 (the first test's), the take-back to 2 would leave 0."""
-    tree = quota_tree(
-        {
-            "name": "root",
-            "children": [
-                {"name": "a", "namespaces": ["team-a"], "min": {"nvidia.com/gpu": "4"}},
-                {"name": "b", "namespaces": ["team-b"], "min": {"nvidia.com/gpu": "2"}},
-            ],
-        }
-    )
     snap = snapshot(
         node("n", gpus=10),
-        tree,
+        _queues_a_and_b(),
         gang("e", 8, namespace="team-a", min_member=2, max_member=8, running_on=["n"] * 8),
         gang("o", 2, namespace="team-a", running_on=["n"] * 2),
         gang("w", 2, namespace="team-b"),
     )
-    cfg = config()
-    st = PlanState(snap, prepare(snap, cfg.weights, cfg.settings, NOW))
+    st = _plan_state(snap)
     e = st.index["team-a/e"]
     rows = [r for r in st.rows_of[e] if st.problem.quotas[r].floor]
     assert rows and st.floor_blocks(e, 2, rows, {}) == []

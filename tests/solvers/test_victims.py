@@ -297,15 +297,11 @@ def test_a_remembered_search_counts_every_victim_on_a_node_given_room_back() -> 
         gang("p", 1, gpus=8),
         gang("hi", 1, gpus=16, priority=2000),  # may break pin (so pin may go); never fits
     )
-    cfg = config()
-    problem = prepare(snap, cfg.weights, cfg.settings, NOW)
-    st = greedy.PlanState(snap, problem)
-    index = {jm.name: j for j, jm in enumerate(problem.jobs)}
-    v = victims.Victims(st, list(range(len(problem.jobs))))
-    p = index["default/p"]
+    st, v, index = _search(snap, queue_ordered=False)
+    p = index["p"]
     assert not v.start(p, 1, set())
     assert v.unreachable  # remembered
-    assert st.resize(index["default/pin"], 0, check_quota=False)  # a gets room back
+    assert st.resize(index["pin"], 0, check_quota=False)  # a gets room back
     assert v.start(p, 1, set())
     assert st.placed["default/p-worker-0"] == "a"
     assert st.size["default/e1"] == st.size["default/e2"] == 1
