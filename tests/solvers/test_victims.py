@@ -219,15 +219,9 @@ def test_a_failed_start_is_searched_again_once_the_plan_changed() -> None:
         gang("p1", 1, gpus=8, priority=100),  # r could be broken for it; no trigger fired here
         gang("p2", 1, gpus=8, priority=100),
     )
-    cfg = config()
-    problem = prepare(snap, cfg.weights, cfg.settings, NOW)
-    st = greedy.PlanState(snap, problem)
-    index = {jm.name: j for j, jm in enumerate(problem.jobs)}
-    v = victims.Victims(st, list(range(len(problem.jobs))))
-    searches = []
-    search = v._search
-    v._search = lambda *a: searches.append(a[0]) or search(*a)  # type: ignore[method-assign]
-    p1, p2, r = index["default/p1"], index["default/p2"], index["default/r"]
+    st, v, index = _search(snap, queue_ordered=False)
+    searches = _counting(v)
+    p1, p2, r = index["p1"], index["p2"], index["r"]
     assert not v.start(p1, 1, set())
     assert not v.start(p2, 1, set())  # same demand, same plan: no second search
     assert searches == [p1]
@@ -257,27 +251,23 @@ def test_a_search_no_victim_could_help_is_not_walked_again_until_a_node_gets_roo
         gang("q", 1, gpus=2),
         gang("hi", 1, gpus=16, priority=2000),  # may break pin (so pin may go); never fits
     )
-    cfg = config()
-    problem = prepare(snap, cfg.weights, cfg.settings, NOW)
-    st = greedy.PlanState(snap, problem)
-    index = {jm.name: j for j, jm in enumerate(problem.jobs)}
-    v = victims.Victims(st, list(range(len(problem.jobs))))
+    st, v, index = _search(snap, queue_ordered=False)
     walked: list[int] = []
     released = v.released_all
     v.released_all = lambda *a: walked.append(a[0]) or released(*a)  # type: ignore[method-assign]
-    p1, p2, e1 = index["default/p1"], index["default/p2"], index["default/e1"]
+    p1, p2, e1 = index["p1"], index["p2"], index["e1"]
     assert not v.start(p1, 1, set())
     assert set(walked) == {e1}
     seen = len(walked)
-    assert st.resize(index["default/q"], 1)
+    assert st.resize(index["q"], 1)
     assert st.placed == {"default/q-worker-0": "b"}
     assert not v.start(p2, 1, set())
     assert len(walked) == seen  # out of reach still: not walked
-    assert st.resize(index["default/q"], 0)  # b gets room back; none of e1 is there
-    assert not v.start(index["default/p3"], 1, set())
+    assert st.resize(index["q"], 0)  # b gets room back; none of e1 is there
+    assert not v.start(index["p3"], 1, set())
     assert not v.start(p2, 1, set())
     assert len(walked) == seen
-    assert st.resize(index["default/pin"], 0, check_quota=False)  # a gets room back
+    assert st.resize(index["pin"], 0, check_quota=False)  # a gets room back
     assert v.start(p2, 1, set())
     assert st.placed["default/p2-worker-0"] == "a"
     assert st.size["default/e1"] == 1
@@ -494,16 +484,12 @@ def test_a_shrink_that_opened_no_room_is_tried_again_once_its_node_gets_room_bac
         gang("p2", 1, gpus=8, priority=100),
         gang("hi", 1, gpus=16, priority=2000),  # may break pin (so pin may go); never fits
     )
-    cfg = config()
-    problem = prepare(snap, cfg.weights, cfg.settings, NOW)
-    st = greedy.PlanState(snap, problem)
-    index = {jm.name: j for j, jm in enumerate(problem.jobs)}
-    v = victims.Victims(st, greedy.queue_order(problem))
-    assert v.start(index["default/p1"], 1, set())
+    st, v, index = _search(snap)
+    assert v.start(index["p1"], 1, set())
     assert st.placed == {"default/p1-worker-0": "c"}
     assert (st.size["default/e1"], st.size["default/e2"]) == (2, 1)
-    assert st.resize(index["default/pin"], 0, check_quota=False)  # a gets room back
-    assert v.start(index["default/p2"], 1, set(problem.jobs[index["default/g"]].break_needs))
+    assert st.resize(index["pin"], 0, check_quota=False)  # a gets room back
+    assert v.start(index["p2"], 1, set(st.problem.jobs[index["g"]].break_needs))
     assert st.placed["default/p2-worker-0"] == "a"
     assert (st.size["default/e1"], st.size["default/g"]) == (1, 1)
 
@@ -520,14 +506,11 @@ def test_a_take_back_frees_no_room_where_other_pods_hold_the_cpu() -> None:
         gang("e2", 2, running_on=["c", "d"], priority=10, **el),
         gang("p", 1, gpus=8, priority=100),
     )
-    cfg = config()
-    problem = prepare(snap, cfg.weights, cfg.settings, NOW)
-    st = greedy.PlanState(snap, problem)
-    index = {jm.name: j for j, jm in enumerate(problem.jobs)}
-    order = greedy.queue_order(problem)
+    st, v, index = _search(snap)
     # e2 (priority 10) is ahead in queue order: the search, lowest priority first, tries e1 first
-    assert order.index(index["default/e2"]) < order.index(index["default/e1"])
-    assert victims.Victims(st, order).start(index["default/p"], 1, set())
+    order = greedy.queue_order(st.problem)
+    assert order.index(index["e2"]) < order.index(index["e1"])
+    assert v.start(index["p"], 1, set())
     assert st.placed == {"default/p-worker-0": "d"}
     assert (st.size["default/e1"], st.size["default/e2"]) == (2, 1)
 
