@@ -96,7 +96,7 @@ whatif: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy solver_sched benchmarks
+	$(BIN)/mypy solver_sched benchmarks tests
 	$(BIN)/lint-imports --no-cache --no-logo
 
 unit: $(STAMP)

@@ -18,6 +18,14 @@ from solver_sched.io.kube_snapshot import snapshot_from_objects
 from solver_sched.planning import candidates, clock
 from solver_sched.planning import passes as passes_module
 from solver_sched.planning.beside import Beside
+from solver_sched.planning.candidates import (
+    DENSE,
+    DENSE_VALUE,
+    GREEDY,
+    GUIDED,
+    GUIDED_VALUE,
+    VALUE_AWARE,
+)
 from solver_sched.planning.pack import minimize_evictions
 from solver_sched.solvers import cpsat
 from solver_sched.solvers.greedy import assignment_of
@@ -143,7 +151,8 @@ def test_greedy_plan_is_checked_while_the_solver_searches(monkeypatch: pytest.Mo
     snap = snapshot(node("n1", gpus=8), gang("g", 2), gang("h", 4))
     first_check = threading.Event()
     waited: list[bool] = []
-    real_run, real_check = cpsat.Search.run, candidates.check
+    real_run = cpsat.Search.run
+    real_check = candidates.check  # type: ignore[attr-defined]  # patched below
 
     def run_after_check(self: cpsat.Search) -> cpsat.Outcome:
         waited.append(first_check.wait(timeout=10))
@@ -201,7 +210,7 @@ def test_a_cycle_that_fails_while_the_solver_searches_stops_the_search(
 def _packed(monkeypatch: pytest.MonkeyPatch) -> list[object]:
     """The arguments of every pack() the cycle makes (recorded while patched)."""
     packed: list[object] = []
-    real_pack = cycle_module.pack
+    real_pack = cycle_module.pack  # type: ignore[attr-defined]  # patched below
 
     def pack(*args: Any, **kwargs: Any) -> Any:
         packed.append(args)
@@ -312,7 +321,7 @@ def test_an_explicit_limit_is_the_searchs_and_bounded_keeps_the_budget_for_the_r
     if bounded:
         assert (tried, "lp" in result.phases) == ([], False)
     else:
-        assert cycle_module.VALUE_AWARE in tried and "lp" in result.phases
+        assert VALUE_AWARE in tried and "lp" in result.phases
 
 
 def test_bounded_changes_nothing_without_an_explicit_limit(
@@ -331,8 +340,8 @@ def test_a_search_past_its_deadline_is_stopped() -> None:
     """The cycle stops the search at the budget's deadline, before CP-SAT's own limit: a cluster
     whose optimum CP-SAT proves only after seconds, a 60 s limit, a deadline now."""
     snap = snapshot_from_objects(synthetic_objects(512, 1000, 500, 1, NOW))
-    problem = cycle_module.prepare(snap, config().weights, config().settings, NOW)
-    built = cycle_module.build(problem)
+    problem = prepare(snap, config().weights, config().settings, NOW)
+    built = build(problem)
     solving = Solving("cpsat", problem, built, None, 60.0, config().settings)
     solving.stop_at(0.0)  # long past
     stats, _ = solving.result()
@@ -368,12 +377,14 @@ def _slowed(
     """The model build, every greedy pass and the first writing of the model's rows take at
     least these seconds longer: they stand for a larger model and cluster, since what the
     budget rules read is how long those took."""
-    real_build, real_greedy = cycle_module.build, cycle_module.greedy_plan
+    real_build = cycle_module.build  # type: ignore[attr-defined]  # patched below
+    real_greedy = cycle_module.greedy_plan  # type: ignore[attr-defined]  # patched below
 
     def slow_build(problem: Any) -> Any:
         built = real_build(problem)
         time.sleep(build)
-        write, slept = built.model.write_rows, []
+        write = built.model.write_rows
+        slept: list[float] = []
 
         def slow_write() -> None:
             if not slept:
@@ -381,7 +392,7 @@ def _slowed(
                 time.sleep(rows)
             write()
 
-        built.model.write_rows = slow_write
+        built.model.write_rows = slow_write  # type: ignore[method-assign]
         return built
 
     def slow_greedy(*a: Any, **k: Any) -> Any:
@@ -492,7 +503,7 @@ def test_the_dense_pass_skipped_while_a_search_runs_beside_leaves_the_slot_to_va
     result = cycle_module.run_cycle(snap, cfg, NOW, "cpsat")
     assert len(seen) == 1  # the search was started
     assert result.violations == []
-    assert tried == [cycle_module.VALUE_AWARE]
+    assert tried == [VALUE_AWARE]
 
 
 @pytest.mark.parametrize("cut", [True, False], ids=["cut-to-fit", "whole-only"])
@@ -520,7 +531,7 @@ def test_the_dense_pass_runs_cut_where_only_its_tail_fits(
     assert list(given)[:1] == [cycle_module.SECOND]
     deadline = given[cycle_module.SECOND]
     share_end = start + cycle_module.VARIANTS_SMALL * 8.0
-    assert deadline is not None and deadline <= share_end - cycle_module.TAIL * 2.2
+    assert deadline is not None and deadline <= share_end - clock.TAIL * 2.2
 
 
 def test_greedys_other_passes_stop_taking_victims_before_the_budget_ends(
@@ -533,7 +544,7 @@ def test_greedys_other_passes_stop_taking_victims_before_the_budget_ends(
     budget, where a search may still follow), so the plan is not below that backend's. No pass
     of a cycle without a budget gets one."""
     first: list[float | None] = []
-    real = cycle_module.greedy_plan
+    real = cycle_module.greedy_plan  # type: ignore[attr-defined]  # patched below
 
     def recorded(*a: Any, **k: Any) -> Any:
         if not first:
@@ -547,7 +558,7 @@ def test_greedys_other_passes_stop_taking_victims_before_the_budget_ends(
     start = time.perf_counter()
     assert cycle_module.run_cycle(snap, cfg, NOW, "cpsat").violations == []
     assert first == [None]
-    assert list(given)[:2] == [cycle_module.SECOND, cycle_module.VALUE_AWARE]
+    assert list(given)[:2] == [cycle_module.SECOND, VALUE_AWARE]
     dense = given[cycle_module.SECOND]
     assert dense is not None and dense < start + cycle_module.VARIANTS * 4.0
     assert all(d is not None and start < d < start + 4.0 for d in given.values())
@@ -592,7 +603,7 @@ def test_value_greedy_is_tried_before_the_lp_relaxation(monkeypatch: pytest.Monk
     """From 512 nodes on only one more greedy pass fits the candidates' share of the budget, and
     value-greedy's is the one that pays there (docs/benchmarks.md section 1): it goes first."""
     tried = tried_variants(monkeypatch)
-    relaxation = cycle_module.relaxation
+    relaxation = cycle_module.relaxation  # type: ignore[attr-defined]  # patched below
 
     def recorded_relaxation(*a: Any, **k: Any) -> Any:
         tried.append("lp")
@@ -602,7 +613,7 @@ def test_value_greedy_is_tried_before_the_lp_relaxation(monkeypatch: pytest.Monk
     snap = snapshot_from_objects(synthetic_objects(16, 40, 20, 1, NOW))
     cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 60}})
     assert cycle_module.run_cycle(snap, cfg, NOW, "cpsat").violations == []
-    assert [t for t in tried if t != cycle_module.SECOND][:2] == [cycle_module.VALUE_AWARE, "lp"]
+    assert [t for t in tried if t != cycle_module.SECOND][:2] == [VALUE_AWARE, "lp"]
 
 
 @pytest.mark.parametrize("explicit", [None, 5.0])
@@ -628,10 +639,10 @@ def test_a_budgeted_search_starts_before_greedys_other_candidates_and_unhinted(
     assert result.violations == []
     others = [t for t in tried if t != cycle_module.SECOND]
     candidates = [
-        cycle_module.VALUE_AWARE,
-        cycle_module.GUIDED,
-        cycle_module.DENSE,
-        cycle_module.GUIDED_VALUE,
+        VALUE_AWARE,
+        GUIDED,
+        DENSE,
+        GUIDED_VALUE,
     ]
     if explicit is None:  # on a small model a hinted one joins it after them (below)
         assert others == ["search", *candidates, "hinted search"]
@@ -715,7 +726,8 @@ def _passes(monkeypatch: pytest.MonkeyPatch) -> dict[str, tuple[Any, bool]]:
     """Each pass's start order and victim rule, by label (recorded while patched)."""
     passes: dict[str, tuple[Any, bool]] = {}
     label = [""]
-    real, variant = cycle_module.greedy_plan, cycle_module.variant
+    real = cycle_module.greedy_plan  # type: ignore[attr-defined]  # patched below
+    variant = cycle_module.variant  # type: ignore[attr-defined]  # patched below
 
     def recorded(*a: Any, **k: Any) -> Any:
         passes[label[0]] = (a[2] if len(a) > 2 else None, a[3] if len(a) > 3 else False)
@@ -740,10 +752,10 @@ def test_each_start_order_is_tried_with_both_victim_rules(
     snap = snapshot_from_objects(synthetic_objects(16, 40, 20, 1, NOW))
     cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 60}})
     assert cycle_module.run_cycle(snap, cfg, NOW, "cpsat").violations == []
-    dense, guided = passes[cycle_module.DENSE], passes[cycle_module.GUIDED]
+    dense, guided = passes[DENSE], passes[GUIDED]
     assert dense[1] is False and guided[1] is False and dense[0] != guided[0]
-    assert passes[cycle_module.DENSE_VALUE] == (dense[0], True)
-    assert passes[cycle_module.GUIDED_VALUE] == (guided[0], True)
+    assert passes[DENSE_VALUE] == (dense[0], True)
+    assert passes[GUIDED_VALUE] == (guided[0], True)
 
 
 def test_the_greedy_backends_second_pass_takes_value_aware_victims(
@@ -810,7 +822,7 @@ def test_no_repack_unless_the_emitted_plans_check_still_fits_the_budget(
     of a 1 s budget when repacks could run to its end)."""
     snap = _packing_loses_a_gang()
     packed = _packed(monkeypatch)
-    real_check = candidates.check
+    real_check = candidates.check  # type: ignore[attr-defined]  # patched below
 
     def slow_check(*a: Any, **k: Any) -> Any:
         time.sleep(0.5)
@@ -873,7 +885,7 @@ def test_greedys_pass_made_beside_in_a_child_is_a_candidate(
     problem = prepare(snap, cfg.weights, cfg.settings, NOW)
     model = aggregate(problem, oldest_first(snap))
     built = build(model)
-    st = passes_module.greedy_pass(snap, problem, cycle_module.VALUE_AWARE, None)
+    st = passes_module.greedy_pass(snap, problem, VALUE_AWARE, None)
     assert st is not None
     minimize_evictions(st)
     a = assignment_of(st)
@@ -883,14 +895,14 @@ def test_greedys_pass_made_beside_in_a_child_is_a_candidate(
     result = cycle_module.run_cycle(
         snapshot_from_objects(synthetic_objects(16, 40, 20, 5, NOW)), cfg, NOW, "cpsat"
     )
-    assert result.chosen == cycle_module.VALUE_AWARE and result.violations == []
+    assert result.chosen == VALUE_AWARE and result.violations == []
     assert result.stats.objective == built.model.objective_value(values)
     assert len(_Waiting.pids) == 1 and gone(_Waiting.pids[0])
     monkeypatch.setattr(cycle_module, "BESIDE", False)
     without = cycle_module.run_cycle(
         snapshot_from_objects(synthetic_objects(16, 40, 20, 5, NOW)), cfg, NOW, "cpsat"
     )
-    assert without.chosen == cycle_module.GREEDY
+    assert without.chosen == GREEDY
     assert without.stats.objective is not None and result.stats.objective > without.stats.objective
 
 
@@ -934,11 +946,11 @@ def test_no_child_beside_past_its_cluster_size(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(cycle_module, "BESIDE_NODES", 15)
     cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 60}})
     assert cycle_module.run_cycle(snap, cfg, NOW, "cpsat").violations == []
-    assert _Waiting.pids == [] and cycle_module.VALUE_AWARE in tried
+    assert _Waiting.pids == [] and VALUE_AWARE in tried
     monkeypatch.setattr(cycle_module, "BESIDE_NODES", 16)
     tried.clear()
     assert cycle_module.run_cycle(snap, cfg, NOW, "cpsat").violations == []
-    assert len(_Waiting.pids) == 1 and cycle_module.VALUE_AWARE not in tried
+    assert len(_Waiting.pids) == 1 and VALUE_AWARE not in tried
 
 
 def test_a_pass_from_the_child_that_does_not_restore_is_dropped(
@@ -954,7 +966,7 @@ def test_a_pass_from_the_child_that_does_not_restore_is_dropped(
     monkeypatch.setattr(passes_module, "restore", unrestorable)
     snap = snapshot_from_objects(synthetic_objects(16, 40, 20, 5, NOW))
     result = cycle_module.run_cycle(snap, SchedulerConfig(), NOW, "cpsat")
-    assert result.violations == [] and result.chosen == cycle_module.GREEDY
+    assert result.violations == [] and result.chosen == GREEDY
 
 
 def test_with_nothing_left_to_run_the_cycle_waits_for_the_childs_pass(
@@ -979,10 +991,10 @@ def test_with_nothing_left_to_run_the_cycle_waits_for_the_childs_pass(
     objects = synthetic_objects(16, 40, 20, 5, NOW)
     cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 10.0}})
     result = cycle_module.run_cycle(snapshot_from_objects(objects), cfg, NOW, "cpsat")
-    assert result.chosen == cycle_module.VALUE_AWARE and result.violations == []
+    assert result.chosen == VALUE_AWARE and result.violations == []
     delay[0] = 60.0
     cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 2.0}})
     began = time.perf_counter()
     result = cycle_module.run_cycle(snapshot_from_objects(objects), cfg, NOW, "cpsat")
-    assert result.chosen == cycle_module.GREEDY and result.violations == []
+    assert result.chosen == GREEDY and result.violations == []
     assert time.perf_counter() - began < 30.0

@@ -4,6 +4,7 @@ same loader as a real cluster dump."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 SCHEDULER = "solver-sched"
@@ -153,7 +154,7 @@ def gang(
     min_member: int | None = None,
     max_member: int | None = None,
     size_policy: str | None = None,
-    running_on: list[str] | None = None,
+    running_on: Sequence[str | None] | None = None,
     priority: int | None = None,
     cooldown: str | None = None,
     last_scale_time: str | None = None,

@@ -75,7 +75,14 @@ def test_strict_exits_2_on_an_invalid_quantity_in_a_member(
     text = (FLEET / "member-1.yaml").read_text()
     bad = tmp_path / "member-1.yaml"
     bad.write_text(text.replace("nvidia.com/gpu: '8'", "nvidia.com/gpu: 'eight'", 1))
-    argv = [FLEET / "hub.yaml", "--member", f"member-1={bad}", *members("member-2"), "--now", NOW]
+    argv: list[str | Path] = [
+        FLEET / "hub.yaml",
+        "--member",
+        f"member-1={bad}",
+        *members("member-2"),
+        "--now",
+        NOW,
+    ]
     rc, out, _ = run(capsys, *argv)
     assert rc == 0 and "team-a/train-1 -> member-2" in out and "m1-gpu-0" in out
     rc, out, err = run(capsys, *argv, "--strict")

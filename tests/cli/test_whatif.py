@@ -41,7 +41,8 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, str
 def run_json(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> dict[str, Any]:
     rc, out, err = run(capsys, *argv, "-o", "json")
     assert rc == 0, err
-    return json.loads(out)
+    data: dict[str, Any] = json.loads(out)
+    return data
 
 
 def jobs_by_name(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -42,7 +42,7 @@ def setup(copy_status: dict[str, Any] | None, bound: int, reachable: bool = True
             }
         )
         for i, suffix in enumerate(("master-0", "worker-0")):
-            label = {"training.kubeflow.org/job-name": name}
+            label: dict[str, Any] = {"training.kubeflow.org/job-name": name}
             objects.append(pod(f"{name}-{suffix}", "a" if i < bound else None, **label))
     member = MemberState("m1", objects, reachable)
     fleet = build_fleet([policy(), job], [member])

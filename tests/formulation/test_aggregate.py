@@ -22,7 +22,7 @@ def _stamp(minutes: int) -> str:
     return (NOW - timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _optimum(problem) -> float:  # type: ignore[no-untyped-def]
+def _optimum(problem) -> float:
     search = Search(build(problem).model, None, 30.0, 1, 0, 1)
     status, _, obj, _, _, _ = search.run()
     assert status == SolveStatus.OPTIMAL

@@ -277,7 +277,7 @@ def test_burst_of_100_never_exceeds_quota_or_max_jobs(fl: FleetTest) -> None:
             fl.hub.create(pytorchjob(f"b{i:02d}", ns, masters=1, workers=1, gpus=1))
     fl.start()
     seen_max = 0
-    finished: set[str] = set()
+    finished: set[tuple[str, str]] = set()
     deadline = time.monotonic() + 45
     while time.monotonic() < deadline and len(finished) < 4:
         placed = {ns: _placed(fl, ns) for ns in NAMESPACES}
@@ -287,8 +287,8 @@ def test_burst_of_100_never_exceeds_quota_or_max_jobs(fl: FleetTest) -> None:
         assert total * 2 <= 6, f"root GPU max exceeded: {placed}"
         seen_max = max(seen_max, total)
         if total == 3:  # let one placed job finish where it runs
-            ns = NAMESPACES[len(finished) % 2] if placed[NAMESPACES[len(finished) % 2]] else None
-            ns = ns or next(n for n in NAMESPACES if placed[n])
+            turn = NAMESPACES[len(finished) % 2] if placed[NAMESPACES[len(finished) % 2]] else None
+            ns = turn or next(n for n in NAMESPACES if placed[n])
             name = placed[ns][0]
             member = fl.placement(name, ns)
             assert member is not None
@@ -296,7 +296,7 @@ def test_burst_of_100_never_exceeds_quota_or_max_jobs(fl: FleetTest) -> None:
             if copy is not None and fl.kubelet(member, ns) and (ns, name) not in finished:
                 try:
                     fl.finish(member, copy, ns=ns)
-                    finished.add((ns, name))  # type: ignore[arg-type]
+                    finished.add((ns, name))
                 except ApiError:
                     pass  # its pods are not created yet
         time.sleep(0.2)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,7 +16,7 @@ NODE = "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n"
 POD = "apiVersion: v1\nkind: Pod\nmetadata: {name: p1, namespace: default}\n"
 
 
-def _kinds_and_names(objs: list[dict]) -> list[tuple[str, str]]:
+def _kinds_and_names(objs: list[dict[str, Any]]) -> list[tuple[str, str]]:
     return [(o["kind"], o["metadata"]["name"]) for o in objs]
 
 

@@ -263,7 +263,7 @@ def test_a_kept_cache_gives_the_same_snapshot_and_sees_every_change() -> None:
     assert all(key[1] != "m1" for key in cache.entries if key[0] in ("node", "pod"))
 
 
-def _reading(hub: list[dict[str, Any]], *members: MemberState, **settings: Any):  # type: ignore[no-untyped-def]
+def _reading(hub: list[dict[str, Any]], *members: MemberState, **settings: Any):
     from solver_sched.config.schema import Settings
 
     fleet = build_fleet(hub, list(members))

@@ -3,6 +3,7 @@ no API server)."""
 
 import copy
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from solver_sched.config.schema import SchedulerConfig
 from solver_sched.io import manifests as m
@@ -19,7 +20,7 @@ from solver_sched.kube.store import ObjectStore
 COOLDOWN = timedelta(minutes=10)
 
 
-def _store(objs: list[dict]) -> ObjectStore:
+def _store(objs: list[dict[str, Any]]) -> ObjectStore:
     store = ObjectStore()
     for i, obj in enumerate(objs):
         obj["metadata"].setdefault("uid", f"uid-{i}")

@@ -1,6 +1,8 @@
 """PlanState: floors leave out the usage of jobs whose size must change anyway; which running pods
 a scale-in takes; a state restored from what a pass sent back."""
 
+from typing import Any
+
 import pytest
 
 from solver_sched.domain.snapshot import ClusterSnapshot
@@ -67,7 +69,7 @@ def test_a_floor_does_not_count_on_a_partial_gang_that_is_not_settled() -> None:
 def _scale_in_state(waiting_gpus: int = 8) -> PlanState:
     # e runs 4 pods: worker 0 and 3 on a, 1 and 2 on b. b has 6 GPUs free, a has none; w waits
     # for a node with waiting_gpus free.
-    elastic = {"min_member": 2, "max_member": 4, "size_policy": "power-of-two"}
+    elastic: dict[str, Any] = {"min_member": 2, "max_member": 4, "size_policy": "power-of-two"}
     snap = snapshot(
         node("a", gpus=8),
         node("b", gpus=8),

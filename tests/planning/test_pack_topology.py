@@ -13,7 +13,7 @@ from tests.placement.test_topology import PREF, cfg, racks
 from tests.support.builders import NOW, snapshot
 
 
-def _racks_of(st, job: str) -> set[str]:  # type: ignore[no-untyped-def]
+def _racks_of(st, job: str) -> set[str]:
     pods = [p for p in st.placed if st.snapshot.pods[p].job == job]
     return {st.snapshot.nodes[st.placed[p]].labels["example.com/rack"] for p in pods}
 

@@ -107,7 +107,7 @@ def test_cooldown_accounting() -> None:
     run = st.jobs["e"]
     run.visible = True
     st.apply([("sim/e-0", "node-000")], [], 0.0)  # start: no cooldown
-    assert run.last_scale is None
+    assert st.jobs["e"].last_scale is None  # not run.last_scale: mypy keeps that None past apply
     st.apply([("sim/e-1", "node-000")], [], 60.0)  # 1 -> 2: a resize, starts the cooldown
     assert (run.last_scale, run.scale_outs, run.outs_in_cooldown) == (60.0, 1, 0)
     st.apply([("sim/e-2", "node-000"), ("sim/e-3", "node-000")], [], 120.0)  # inside it

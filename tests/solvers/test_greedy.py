@@ -258,7 +258,7 @@ def _spread_elastic() -> ClusterSnapshot:
         "e1": ["c", "a", "a", "b", "b", "c", "d", "d"],
         "e2": ["c", "b", "c", "c", "c", "c", "d", "d"],
     }
-    elastic = {"min_member": 4, "max_member": 8, "size_policy": "power-of-two"}
+    elastic: dict[str, Any] = {"min_member": 4, "max_member": 8, "size_policy": "power-of-two"}
     return snapshot(
         *(node(n, gpus=8) for n in "abcd"),
         *(gang(name, 8, running_on=where, **elastic) for name, where in layout.items()),

@@ -23,7 +23,7 @@ from tests.support.builders import (
 )
 
 
-def _fragments():  # type: ignore[no-untyped-def]
+def _fragments():
     """One 8-GPU node, gangs of 5, 4 and 4 GPUs: queue order starts a (5) and then neither."""
     return snapshot(
         node("n", gpus=8), gang("a", 1, gpus=5), gang("b", 1, gpus=4), gang("c", 1, gpus=4)

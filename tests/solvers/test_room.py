@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from solver_sched.formulation.prepare import prepare
-from solver_sched.solvers import greedy
+from solver_sched.placement.state import PlanState
 from solver_sched.solvers.room import NoRoom, grouped, most_freed, summed
 from tests.support.builders import NOW, config, gang, node, snapshot
 
@@ -94,11 +94,16 @@ def test_a_shrink_is_no_longer_known_once_its_job_grew_back() -> None:
     assert no_room.stale()
     assert no_room.sync() == [(1, 1)]
     assert set(no_room.open) == {(1, 2), (1, 1)}
-    el = {"gpus": 4, "min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
+    el: dict[str, Any] = {
+        "gpus": 4,
+        "min_member": 1,
+        "max_member": 2,
+        "size_policy": "power-of-two",
+    }
     snap = snapshot(node("a", gpus=8), gang("e", 2, running_on=["a", "a"], **el), gang("p", 1))
     cfg = config()
     problem = prepare(snap, cfg.weights, cfg.settings, NOW)
-    st = greedy.PlanState(snap, problem)
+    st = PlanState(snap, problem)
     e = next(j for j, jm in enumerate(problem.jobs) if jm.name == "default/e")
     mark = st.mark()
     assert st.resize(e, 1, check_quota=False)

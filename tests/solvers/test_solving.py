@@ -21,11 +21,11 @@ from solver_sched.synthetic import SIZES, preset_objects
 from tests.support.builders import NOW, config, gang, node, plan, snapshot, workers_after
 
 
-def _snap():  # type: ignore[no-untyped-def]
+def _snap():
     return snapshot(node("n", gpus=8), gang("a", 2, gpus=2), gang("b", 1, gpus=4, priority=10))
 
 
-def _fail(exc: BaseException):  # type: ignore[no-untyped-def]
+def _fail(exc: BaseException):
     def raising(*args: object, **kwargs: object) -> None:
         raise exc
 
@@ -53,7 +53,7 @@ def test_any_other_error_in_the_search_is_raised_on_the_cycles_thread(
         plan(_snap(), "cpsat")
 
 
-def _built(snap=None):  # type: ignore[no-untyped-def]
+def _built(snap=None):
     snap = snap or _snap()
     c = config()
     model = aggregate(prepare(snap, c.weights, c.settings, NOW))

@@ -10,6 +10,7 @@ from solver_sched.cycle import run_cycle
 from solver_sched.formulation.prepare import prepare
 from solver_sched.io import manifests as m
 from solver_sched.io.kube_snapshot import snapshot_from_objects
+from solver_sched.placement.state import PlanState
 from solver_sched.solvers import cpsat, greedy, victims, walk, worth
 from solver_sched.solvers.result import SolveStatus
 from solver_sched.synthetic import PRESETS, SIZES, preset_objects
@@ -39,7 +40,7 @@ def test_victims_in_a_queue_at_its_min_do_not_use_up_the_search(
     # needs comes from the third take-back, in queue b.
     monkeypatch.setattr(walk, "MAX_VICTIM_STEPS", 3)
     tree = leaf_queues(("a", "team-a"), ("b", "team-b"), gpus={"a": {"min": 4}})
-    elastic = {"min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
+    elastic: dict[str, Any] = {"min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
     snap = snapshot(
         node("n", gpus=8),
         tree,
@@ -61,7 +62,7 @@ def test_once_the_quota_allows_a_start_only_take_backs_that_open_a_node_slot_are
     # their nodes at 7 free GPUs, and only breaking g opens a slot (on n3). Before, every
     # take-back counted while the quota had blocked the start at first: c, d and g were broken.
     tree = quota_tree({"name": "root", "namespaces": ["default"], "max": {"nvidia.com/gpu": "22"}})
-    elastic = {"min_member": 1, "max_member": 4, "size_policy": "power-of-two"}
+    elastic: dict[str, Any] = {"min_member": 1, "max_member": 4, "size_policy": "power-of-two"}
     snap = snapshot(
         node("n1", gpus=8),
         node("n2", gpus=8),
@@ -88,7 +89,12 @@ def test_take_backs_that_open_a_node_only_together_are_taken_together(backend: s
     # e1 and e2 (two 4-GPU pods each, sizes 1 or 2) both have worker 1 on a. Shrinking either
     # frees 4 GPUs on a, too few for big's 8-GPU pod, so neither is taken alone; together they
     # empty a.
-    elastic = {"gpus": 4, "min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
+    elastic: dict[str, Any] = {
+        "gpus": 4,
+        "min_member": 1,
+        "max_member": 2,
+        "size_policy": "power-of-two",
+    }
     snap = snapshot(
         *(node(n, gpus=8) for n in "abc"),
         gang("e1", 2, running_on=["b", "a"], **elastic),
@@ -105,7 +111,12 @@ def test_take_backs_that_open_a_node_only_together_are_taken_together(backend: s
 def _pairs(*names: str, **extra: Any) -> list[dict[str, Any]]:
     """Elastic jobs of two 4-GPU pods (sizes 1 or 2); job i has worker 0 on fillers[i] and
     worker 1 on the shared node. Fillers are half taken by a 4-GPU priority-1000 gang."""
-    elastic = {"gpus": 4, "min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
+    elastic: dict[str, Any] = {
+        "gpus": 4,
+        "min_member": 1,
+        "max_member": 2,
+        "size_policy": "power-of-two",
+    }
     objs: list[dict[str, Any]] = []
     for name, (filler, shared) in zip(names, extra["layout"], strict=True):
         objs += gang(f"f{name}", 1, gpus=4, running_on=[filler], priority=1000)
@@ -155,7 +166,7 @@ def test_groups_open_as_many_nodes_as_the_gang_needs() -> None:
 def test_a_victim_of_one_group_can_shrink_further_for_the_next() -> None:
     # big's two 8-GPU pods need x and y. v (3 x 4 GPUs) helps open x at size 2, then must go to
     # size 1 to open y with u; its smaller deferred sizes are kept after the first group.
-    el = {"gpus": 4, "min_member": 1}
+    el: dict[str, Any] = {"gpus": 4, "min_member": 1}
     snap = snapshot(
         node("x", gpus=8),
         node("y", gpus=16),
@@ -238,7 +249,12 @@ def test_a_search_no_victim_could_help_is_not_walked_again_until_a_node_gets_roo
     got room back, but no victim of theirs is there). Once pin is gone from a, a got room back,
     and p2 is searched again and starts there, shrinking e1. (hi's trigger, which lets pin be
     broken, is not fired for them.)"""
-    el = {"gpus": 4, "min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
+    el: dict[str, Any] = {
+        "gpus": 4,
+        "min_member": 1,
+        "max_member": 2,
+        "size_policy": "power-of-two",
+    }
     snap = snapshot(
         *(node(n, gpus=8) for n in "abf"),
         gang("pin", 1, gpus=4, running_on=["a"], priority=1000),
@@ -254,7 +270,12 @@ def test_a_search_no_victim_could_help_is_not_walked_again_until_a_node_gets_roo
     st, v, index = _search(snap, queue_ordered=False)
     walked: list[int] = []
     released = v.released_all
-    v.released_all = lambda *a: walked.append(a[0]) or released(*a)  # type: ignore[method-assign]
+
+    def released_all(*a: Any) -> Any:
+        walked.append(a[0])
+        return released(*a)
+
+    v.released_all = released_all
     p1, p2, e1 = index["p1"], index["p2"], index["e1"]
     assert not v.start(p1, 1, set())
     assert set(walked) == {e1}
@@ -278,7 +299,12 @@ def test_a_remembered_search_counts_every_victim_on_a_node_given_room_back() -> 
     its search fails and is remembered. Once pin is gone, a has 4 free and the two victims free
     4 more there together (either alone: 6), so p is searched again and starts on a. (hi's
     trigger, which lets pin be broken, is not fired for p.)"""
-    el = {"gpus": 2, "min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
+    el: dict[str, Any] = {
+        "gpus": 2,
+        "min_member": 1,
+        "max_member": 2,
+        "size_policy": "power-of-two",
+    }
     snap = snapshot(
         *(node(n, gpus=8) for n in "af"),
         gang("pin", 1, gpus=4, running_on=["a"], priority=1000),
@@ -348,7 +374,12 @@ def test_a_search_a_queue_blocked_is_not_walked_again_while_no_victim_could_open
     p2 (the same demand; the plan changed by q2's bind, no node got room back) fails without
     walking them. Once the pins are gone, p2 is searched again and starts, shrinking e1."""
     tree = leaf_queues(("q", "team-q"), ("o", "team-o"), gpus={"q": {"max": 12}})
-    el = {"gpus": 4, "min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
+    el: dict[str, Any] = {
+        "gpus": 4,
+        "min_member": 1,
+        "max_member": 2,
+        "size_policy": "power-of-two",
+    }
     snap = snapshot(
         *(node(n, gpus=8) for n in "abc"),
         node("s", gpus=2),
@@ -366,7 +397,12 @@ def test_a_search_a_queue_blocked_is_not_walked_again_while_no_victim_could_open
     st, v, index = _search(snap, queue_ordered=False)
     taken: list[int] = []  # the take-backs the searches tried
     resize = st.resize
-    st.resize = lambda j, *a, **k: taken.append(j) or resize(j, *a, **k)  # type: ignore[method-assign]
+
+    def taking(j: int, *a: Any, **k: Any) -> Any:
+        taken.append(j)
+        return resize(j, *a, **k)
+
+    st.resize = taking
     assert st.quota_blocks(index["p1"], 1)  # over q's max
     assert not v.start(index["p1"], 1, set())
     assert index["e1"] in taken
@@ -386,7 +422,12 @@ def _floor_cluster(min_gpus: int, pending: dict[str, Any], *objects: Any) -> Any
     has 3 GPUs, too few for p1 and p2 (one pod each, ``pending``); o2 (1 GPU, queue o) changes
     the plan without giving any node room back."""
     tree = leaf_queues(("a", "team-a"), ("o", "team-o"), gpus={"a": {"min": min_gpus}})
-    el = {"gpus": 8, "min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
+    el: dict[str, Any] = {
+        "gpus": 8,
+        "min_member": 1,
+        "max_member": 2,
+        "size_policy": "power-of-two",
+    }
     return snapshot(
         *(node(n, gpus=8) for n in "abc"),
         tree,
@@ -411,7 +452,12 @@ def test_a_search_a_floor_refused_is_walked_again_once_the_floors_queue_grows() 
     st, v, index = _search(snap, queue_ordered=False)
     tested: list[int] = []  # the jobs whose take-backs the floors are asked about
     floors = st.floor_blocks
-    st.floor_blocks = lambda j, *a: tested.append(j) or floors(j, *a)
+
+    def floor_blocks(j: int, *a: Any) -> Any:
+        tested.append(j)
+        return floors(j, *a)
+
+    st.floor_blocks = floor_blocks
     assert not v.start(index["p1"], 1, set())
     seen = tested.count(index["e1"])
     assert seen
@@ -449,7 +495,12 @@ def test_a_start_its_own_floor_refuses_a_take_back_that_could_not_help_asks_no_d
     min 14 GPUs, running 16) would leave a under its min even with p, but would free room only
     on b, which p may not use: the refusal tells greedy nothing, so the search does not send it
     to try p again with debt (it would take e1 back for nothing)."""
-    el = {"gpus": 8, "min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
+    el: dict[str, Any] = {
+        "gpus": 8,
+        "min_member": 1,
+        "max_member": 2,
+        "size_policy": "power-of-two",
+    }
     snap = snapshot(
         node("a", gpus=8),
         node("b", gpus=8),
@@ -471,7 +522,12 @@ def test_a_shrink_that_opened_no_room_is_tried_again_once_its_node_gets_room_bac
     p1 by shrinking e2 on c. Once pin is gone from a, p2 (the same pod shape, allowed to break g)
     shrinks e1 and starts on a rather than break g: a shrink is known to open no room only until
     one of its nodes gets room back."""
-    el = {"gpus": 4, "min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
+    el: dict[str, Any] = {
+        "gpus": 4,
+        "min_member": 1,
+        "max_member": 2,
+        "size_policy": "power-of-two",
+    }
     snap = snapshot(
         *(node(n, gpus=8) for n in "abcde"),
         gang("g", 1, gpus=8, running_on=["e"], priority=50),
@@ -498,7 +554,12 @@ def test_a_take_back_frees_no_room_where_other_pods_hold_the_cpu() -> None:
     """Shrinking e1 frees 8 GPUs on a, but another scheduler's pod holds 62 of a's 64 CPUs, so
     p's pod (4 CPUs) still cannot run there: e1 is not taken, e2 (next in the search, freeing d)
     is, and p starts on d."""
-    el = {"gpus": 8, "min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
+    el: dict[str, Any] = {
+        "gpus": 8,
+        "min_member": 1,
+        "max_member": 2,
+        "size_policy": "power-of-two",
+    }
     snap = snapshot(
         *(node(n, gpus=8) for n in "abcd"),
         pod("hog", gpus=0, cpu="62", node_name="a", scheduler="default-scheduler"),
@@ -649,7 +710,7 @@ def _jobs_capped(priority: int) -> tuple[Any, Any, Any, dict[str, int], list[int
             ],
         }
     )
-    el = {"min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
+    el: dict[str, Any] = {"min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
     snap = snapshot(
         node("a", gpus=8),
         tree,
@@ -660,7 +721,12 @@ def _jobs_capped(priority: int) -> tuple[Any, Any, Any, dict[str, int], list[int
     fired = _fired(st, index["p"])
     resized: list[int] = []
     resize = st.resize
-    st.resize = lambda j, *a, **k: resized.append(j) or resize(j, *a, **k)  # type: ignore[method-assign]
+
+    def resizing(j: int, *a: Any, **k: Any) -> Any:
+        resized.append(j)
+        return resize(j, *a, **k)
+
+    st.resize = resizing
     return st, v, fired, index, resized
 
 
@@ -712,7 +778,7 @@ def test_take_backs_known_to_open_no_room_are_skipped_without_changing_a_plan(
             order = greedy.queue_order(problem)
             dense = greedy.start_order(problem, order, None, dense=True)
             plans = []
-            toggles = ((True, True, True), (False, True, True))
+            toggles: tuple[tuple[bool, bool, bool], ...] = ((True, True, True), (False, True, True))
             toggles += ((True, False, True), (True, True, False))
             for no_room, out_of_reach, bound in toggles:
                 monkeypatch.setattr(victims.Victims, "remember_no_room", no_room)
@@ -788,7 +854,7 @@ def test_value_aware_greedy_takes_no_victim_worth_exactly_what_the_start_brings(
     problem = prepare(snap, cfg.weights, cfg.settings, NOW)
     names = [jm.name for jm in problem.jobs]
     low, hi = names.index("default/low"), names.index("default/hi")
-    st = greedy.PlanState(snap, problem)
+    st = PlanState(snap, problem)
     assert worth.take_loss(st, low, 0) == worth.start_gain(st, hi, 1) == 8000
     aware = greedy.greedy_plan(snap, problem, value_aware=True)
     assert (aware.size["default/low"], aware.size["default/hi"]) == (1, 0)
@@ -802,7 +868,7 @@ def _search(
     short name."""
     cfg = config()
     problem = prepare(snap, cfg.weights, cfg.settings, NOW)
-    st = greedy.PlanState(snap, problem)
+    st = PlanState(snap, problem)
     index = {jm.name.split("/")[1]: j for j, jm in enumerate(problem.jobs)}
     order = greedy.queue_order(problem) if queue_ordered else list(range(len(problem.jobs)))
     return st, victims.Victims(st, order, value_aware), index
@@ -821,7 +887,12 @@ def _counting(v: Any) -> list[int]:
     """The starts v searches victims for from now on (a start its caches answer is not)."""
     searches: list[int] = []
     search = v._search
-    v._search = lambda *a: searches.append(a[0]) or search(*a)
+
+    def counted(*a: Any) -> Any:
+        searches.append(a[0])
+        return search(*a)
+
+    v._search = counted
     return searches
 
 
@@ -829,7 +900,7 @@ def test_a_shrink_frees_the_pods_the_plans_scale_in_order_evicts() -> None:
     """What a shrink frees follows the plan's scale-in order, not the pods' last-first order."""
     # pin holds half of x, so the scale-in order keeps e's worker on x and gives back the one on
     # y (worker 1, not worker 2): shrinking e to 2 opens y for p.
-    el = {"gpus": 4, "min_member": 1, "max_member": 3}
+    el: dict[str, Any] = {"gpus": 4, "min_member": 1, "max_member": 3}
     snap = snapshot(
         *(node(n, gpus=8) for n in "fxy"),
         gang("pin", 1, gpus=4, running_on=["x"], priority=1000),
@@ -880,7 +951,12 @@ def test_a_start_its_queues_max_blocks_takes_back_only_in_that_queue() -> None:
     """Over its queue's max, a start takes back only in that queue: nothing else brings it under."""
     # eo (queue o) is first in the search's order; eq, in p's queue q, shrinks instead.
     tree = leaf_queues(("q", "team-q"), ("o", "team-o"), gpus={"q": {"max": 8}})
-    el = {"gpus": 4, "min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
+    el: dict[str, Any] = {
+        "gpus": 4,
+        "min_member": 1,
+        "max_member": 2,
+        "size_policy": "power-of-two",
+    }
     snap = snapshot(
         *(node(n, gpus=8) for n in "abf"),
         tree,
@@ -899,7 +975,12 @@ def test_a_queue_at_its_min_keeps_only_its_own_jobs_from_shrinking() -> None:
     # a (min 4) is at its min once ea shrank in the plan (on cordoned k: no room for p there);
     # eb, in queue b, shrinks and p starts on y.
     tree = leaf_queues(("a", "team-a"), ("b", "team-b"), ("o", "team-o"), gpus={"a": {"min": 4}})
-    el = {"gpus": 4, "min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
+    el: dict[str, Any] = {
+        "gpus": 4,
+        "min_member": 1,
+        "max_member": 2,
+        "size_policy": "power-of-two",
+    }
     snap = snapshot(
         node("k", gpus=8, unschedulable=True),
         *(node(n, gpus=8) for n in "xy"),
@@ -975,7 +1056,7 @@ def _cpu_victim() -> Any:
     """Queue q (max 8 GPUs, 12 CPUs) runs r (8 GPUs, 4 CPUs, not a victim) and cc (two CPU-only
     4-CPU pods, may shrink to one); p1 (1 GPU, 4 CPUs) and p2 (4 CPUs, no GPU) are pending."""
     q = {"name": "q", "namespaces": ["team-q"], "max": {"nvidia.com/gpu": "8", "cpu": "12"}}
-    ns = {"namespace": "team-q"}
+    ns: dict[str, Any] = {"namespace": "team-q"}
     return snapshot(
         node("n", gpus=8),
         node("c", gpus=0),
@@ -1004,8 +1085,13 @@ def _capped_q() -> Any:
     """Queue q (max 12 GPUs) runs e (two 4-GPU pods, may shrink to one) and r2 (4 GPUs, not a
     victim); p8 (an 8-GPU pod) and p12 (two 6-GPU pods) are pending in q, with priority over e."""
     tree = quota_tree({"name": "root", "namespaces": ["team-q"], "max": {"nvidia.com/gpu": "12"}})
-    el = {"gpus": 4, "min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
-    q = {"namespace": "team-q"}
+    el: dict[str, Any] = {
+        "gpus": 4,
+        "min_member": 1,
+        "max_member": 2,
+        "size_policy": "power-of-two",
+    }
+    q: dict[str, Any] = {"namespace": "team-q"}
     return snapshot(
         *(node(n, gpus=8) for n in "abc"),
         tree,
@@ -1043,8 +1129,13 @@ def test_a_queues_max_is_out_of_reach_counting_victims_from_their_size_in_the_pl
     # q (16 GPUs, all held by e and e2, two 4-GPU pods each) and p, two 6-GPU pods. With e2 at
     # its smallest in the plan, q is 8 over its max with p: only e's 4 come back. With e2
     # broken, q is 4 over: e's 4 are enough (e2 at one pod would take 4 more).
-    el = {"gpus": 4, "min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
-    q = {"namespace": "team-q"}
+    el: dict[str, Any] = {
+        "gpus": 4,
+        "min_member": 1,
+        "max_member": 2,
+        "size_policy": "power-of-two",
+    }
+    q: dict[str, Any] = {"namespace": "team-q"}
     snap = snapshot(
         *(node(n, gpus=8) for n in "ab"),
         quota_tree({"name": "root", "namespaces": ["team-q"], "max": {"nvidia.com/gpu": "16"}}),
@@ -1065,7 +1156,7 @@ def test_a_queues_max_is_out_of_reach_when_one_of_its_rows_stays_over() -> None:
     q = {"name": "q", "namespaces": ["team-q"], "max": {"nvidia.com/gpu": "4"}}
     q2 = {"name": "q2", "namespaces": ["team-q2"]}
     pa = {"name": "pa", "max": {"nvidia.com/gpu": "12"}, "children": [q, q2]}
-    in_q2 = {"namespace": "team-q2", "min_member": 1}
+    in_q2: dict[str, Any] = {"namespace": "team-q2", "min_member": 1}
     snap = snapshot(
         *(node(n, gpus=8) for n in "abf"),
         quota_tree({"name": "root", "children": [pa]}),
@@ -1120,7 +1211,7 @@ def _own_floor(min_gpus: int) -> Any:
     tree = quota_tree(
         {"name": "root", "namespaces": ["team-a"], "min": {"nvidia.com/gpu": str(min_gpus)}},
     )
-    a = {"namespace": "team-a"}
+    a: dict[str, Any] = {"namespace": "team-a"}
     return snapshot(
         *(node(n, gpus=8) for n in "xyz"),
         node("c", gpus=0),
@@ -1155,7 +1246,8 @@ def _own_queue(min_gpus: int) -> Any:
     e2 (four 4-GPU pods on cordoned k). Fillers of queue o leave 3 GPUs free on m; p (4 GPUs,
     queue a) fits nowhere until e1 gives back its pod on m."""
     tree = leaf_queues(("a", "team-a"), ("o", "team-o"), gpus={"a": {"min": min_gpus}})
-    a, o = {"namespace": "team-a"}, {"namespace": "team-o", "priority": 1000}
+    a: dict[str, Any] = {"namespace": "team-a"}
+    o: dict[str, Any] = {"namespace": "team-o", "priority": 1000}
     return snapshot(
         node("n", gpus=8),
         node("m", gpus=8),
@@ -1237,7 +1329,12 @@ def test_a_larger_start_in_a_queue_with_a_floor_is_searched_after_a_smaller_one_
     # a (min 14) holds 16 in e1: shrinking e1 leaves 8 + p1's 4 GPUs, under the min, but 8 +
     # p2's 8, over it.
     tree = leaf_queues(("a", "team-a"), ("o", "team-o"), gpus={"a": {"min": 14}})
-    el = {"gpus": 8, "min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
+    el: dict[str, Any] = {
+        "gpus": 8,
+        "min_member": 1,
+        "max_member": 2,
+        "size_policy": "power-of-two",
+    }
     snap = snapshot(
         node("a", gpus=8),
         node("b", gpus=8),
@@ -1277,7 +1374,7 @@ def test_a_start_past_the_deadline_says_no_floor_refused_it() -> None:
     )
     cfg = config()
     problem = prepare(snap, cfg.weights, cfg.settings, NOW)
-    st = greedy.PlanState(snap, problem)
+    st = PlanState(snap, problem)
     p = next(j for j, jm in enumerate(problem.jobs) if jm.name == "default/p")
     v = victims.Victims(st, greedy.queue_order(problem), deadline=float("-inf"))
     v.own_floor_refused = True  # what the start before said

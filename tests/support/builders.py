@@ -90,14 +90,15 @@ def assert_solver_decided(result: CycleResult) -> None:
     assert result.stats.objective == result.stats.solver_objective
 
 
-_VARIANT = inspect.signature(cycle_module.variant)  # read before any test patches it
+# read before any test patches it
+_VARIANT = inspect.signature(cycle_module.variant)  # type: ignore[attr-defined]
 
 
 def _record_variants(
     monkeypatch: pytest.MonkeyPatch, record: Callable[[str, float | None], object]
 ) -> None:
     """``record(label, deadline)`` for each of greedy's other passes a cycle runs, while patched."""
-    variant = cycle_module.variant
+    variant = cycle_module.variant  # type: ignore[attr-defined]  # patched below
 
     def recorded_variant(*a: Any, **k: Any) -> Any:
         given = _VARIANT.bind(*a, **k).arguments  # by name, however the cycle passes them

@@ -1,6 +1,7 @@
 """Rule 7: inside its cooldown a job does not scale out; it scales in only for a guaranteed gang."""
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -10,7 +11,7 @@ BACKENDS = ["cpsat", "milp", "greedy"]
 RESIZED = "2026-01-01T11:58:00Z"  # two minutes before NOW
 
 
-def elastic(**kw: object) -> list[dict[str, object]]:
+def elastic(**kw: Any) -> list[dict[str, Any]]:
     return gang(
         "el",
         16,
@@ -20,7 +21,7 @@ def elastic(**kw: object) -> list[dict[str, object]]:
         cooldown="10m",
         last_scale_time=RESIZED,
         **kw,
-    )  # type: ignore[arg-type]
+    )
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

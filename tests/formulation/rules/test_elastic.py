@@ -1,5 +1,7 @@
 """Rule 4: guaranteed before elastic; power-of-two sizes; elastic taken back, never below min."""
 
+from typing import Any
+
 import pytest
 
 from solver_sched.config.schema import ObjectiveWeights, SchedulerConfig, Settings
@@ -8,7 +10,7 @@ from tests.support.builders import gang, node, other, plan, snapshot, workers_af
 BACKENDS = ["cpsat", "milp", "greedy"]
 
 
-def elastic(running_on: list[str] | None = None, **kw: object) -> list[dict[str, object]]:
+def elastic(running_on: list[str] | None = None, **kw: Any) -> list[dict[str, Any]]:
     return gang(
         "el",
         16,
@@ -17,7 +19,7 @@ def elastic(running_on: list[str] | None = None, **kw: object) -> list[dict[str,
         size_policy="power-of-two",
         running_on=running_on,
         **kw,
-    )  # type: ignore[arg-type]
+    )
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -61,7 +61,11 @@ def test_the_nominated_job_gets_the_room(backend: str, nominated: str) -> None:
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_nomination_yields_to_higher_value(backend: str) -> None:
     """A higher-priority gang that arrives takes the room a nominated job was waiting for."""
-    objs = [node("a", gpus=4), nominate(gang("b7", 4), "a"), gang("urgent", 4, priority=1000)]
+    objs: list[dict[str, Any] | list[dict[str, Any]]] = [
+        node("a", gpus=4),
+        nominate(gang("b7", 4), "a"),
+        gang("urgent", 4, priority=1000),
+    ]
     snap = snapshot(*objs)
     after = workers_after(snap, plan(snap, backend).plan)
     assert after["default/urgent"] == 4 and after["default/b7"] == 0
@@ -70,7 +74,7 @@ def test_a_nomination_yields_to_higher_value(backend: str) -> None:
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_identical_jobs_are_told_apart_by_age_then_name_in_every_cycle(backend: str) -> None:
     """No nomination: the older job, then the first name, whatever the solver's search order."""
-    objs = [
+    objs: list[dict[str, Any] | list[dict[str, Any]]] = [
         node("a", gpus=8),
         gang("b1", 4, created="2026-01-01T11:00:00Z"),
         gang("b2", 4, created="2026-01-01T11:00:00Z"),

@@ -57,6 +57,7 @@ def test_objective_is_band_times_guaranteed_plus_elastic() -> None:
     )
     problem = prepare(snap, config().weights, config().settings, NOW)
     assert problem.tie_band == 1  # nothing nominated: the tie band is empty
+    assert result.stats.objective is not None
     band = (result.stats.objective - elastic) / guaranteed
     assert band == int(band) == problem.band > abs(elastic)
 
