@@ -486,13 +486,15 @@ def test_kueue_a_domain_without_nodes_at_the_level_below_has_no_children() -> No
 
 @pytest.mark.parametrize("ask", ["none", "block", "rack"])
 def test_kueue_reads_a_missing_level_label_as_the_empty_value(ask: str) -> None:
-    """z has only a block label (b1; 3 of its 4 GPUs in use), a both labels (b2/r1, 4 free).
-    Kueue reads z's missing rack as the empty value, so z is in b1's rack "": a 1-GPU gang asking
-    for nothing, or requiring a block, goes best fit to b1 and down through rack "" to z. (Before,
-    z counted towards b1's room but was in no rack, and the gang was given up.) Requiring a rack,
-    rack "" is no rack (the checker's reading: no label, no domain): the gang goes to a."""
+    """z has only a block label (b1), y both (b1/r1), 3 of their 4 GPUs in use each; a is b2/r1,
+    4 free. Kueue reads z's missing rack as the empty value, so z is in b1's rack "": a 1-GPU
+    gang asking for nothing, or requiring a block, goes best fit to b1 (room 2), then to the
+    first of its racks of equal room by name, "" before r1: z. (Before, z counted towards b1's
+    room but was in no rack, and the gang was given up.) Requiring a rack, rack "" is no rack
+    (the checker's reading: no label, no domain): best fit among b1/r1 and b2/r1 is y's."""
     nodes = [
         m.node("z", gpus=4, labels={BLOCK: "b1"}),
+        m.node("y", gpus=4, labels={BLOCK: "b1", RACK: "r1"}),
         m.node("a", gpus=4, labels={BLOCK: "b2", RACK: "r1"}),
     ]
     gang = (
@@ -500,8 +502,8 @@ def test_kueue_reads_a_missing_level_label_as_the_empty_value(ask: str) -> None:
         if ask == "none"
         else _kueue(1, 1, "required", {"block": BLOCK, "rack": RACK}[ask])
     )
-    plan = kueue_best_fit(snapshot(nodes, other("sys", "z", 3), gang), TOPO)
-    assert _nodes_of(plan, "default/g") == (["a"] if ask == "rack" else ["z"])
+    snap = snapshot(nodes, other("sys", "z", 3), other("sys2", "y", 3), gang)
+    assert _nodes_of(kueue_best_fit(snap, TOPO), "default/g") == (["y"] if ask == "rack" else ["z"])
 
 
 # -- Volcano tiers -----------------------------------------------------------------------------
