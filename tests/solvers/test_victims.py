@@ -32,6 +32,11 @@ from tests.support.builders import (
 )
 
 
+def _elastic(gpus: int, most: int) -> dict[str, Any]:
+    """Gang keywords: elastic from 1 pod up to ``most``, power-of-two sizes, ``gpus`` per pod."""
+    return {"gpus": gpus, "min_member": 1, "max_member": most, "size_policy": "power-of-two"}
+
+
 def test_victims_in_a_queue_at_its_min_do_not_use_up_the_search(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -40,7 +45,7 @@ def test_victims_in_a_queue_at_its_min_do_not_use_up_the_search(
     # needs comes from the third take-back, in queue b.
     monkeypatch.setattr(walk, "MAX_VICTIM_STEPS", 3)
     tree = leaf_queues(("a", "team-a"), ("b", "team-b"), gpus={"a": {"min": 4}})
-    elastic: dict[str, Any] = {"min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
+    elastic = _elastic(1, 2)
     snap = snapshot(
         node("n", gpus=8),
         tree,
@@ -62,7 +67,7 @@ def test_once_the_quota_allows_a_start_only_take_backs_that_open_a_node_slot_are
     # their nodes at 7 free GPUs, and only breaking g opens a slot (on n3). Before, every
     # take-back counted while the quota had blocked the start at first: c, d and g were broken.
     tree = quota_tree({"name": "root", "namespaces": ["default"], "max": {"nvidia.com/gpu": "22"}})
-    elastic: dict[str, Any] = {"min_member": 1, "max_member": 4, "size_policy": "power-of-two"}
+    elastic = _elastic(1, 4)
     snap = snapshot(
         node("n1", gpus=8),
         node("n2", gpus=8),
@@ -89,12 +94,7 @@ def test_take_backs_that_open_a_node_only_together_are_taken_together(backend: s
     # e1 and e2 (two 4-GPU pods each, sizes 1 or 2) both have worker 1 on a. Shrinking either
     # frees 4 GPUs on a, too few for big's 8-GPU pod, so neither is taken alone; together they
     # empty a.
-    elastic: dict[str, Any] = {
-        "gpus": 4,
-        "min_member": 1,
-        "max_member": 2,
-        "size_policy": "power-of-two",
-    }
+    elastic = _elastic(4, 2)
     snap = snapshot(
         *(node(n, gpus=8) for n in "abc"),
         gang("e1", 2, running_on=["b", "a"], **elastic),
@@ -111,12 +111,7 @@ def test_take_backs_that_open_a_node_only_together_are_taken_together(backend: s
 def _pairs(*names: str, **extra: Any) -> list[dict[str, Any]]:
     """Elastic jobs of two 4-GPU pods (sizes 1 or 2); job i has worker 0 on fillers[i] and
     worker 1 on the shared node. Fillers are half taken by a 4-GPU priority-1000 gang."""
-    elastic: dict[str, Any] = {
-        "gpus": 4,
-        "min_member": 1,
-        "max_member": 2,
-        "size_policy": "power-of-two",
-    }
+    elastic = _elastic(4, 2)
     objs: list[dict[str, Any]] = []
     for name, (filler, shared) in zip(names, extra["layout"], strict=True):
         objs += gang(f"f{name}", 1, gpus=4, running_on=[filler], priority=1000)
@@ -249,12 +244,7 @@ def test_a_search_no_victim_could_help_is_not_walked_again_until_a_node_gets_roo
     got room back, but no victim of theirs is there). Once pin is gone from a, a got room back,
     and p2 is searched again and starts there, shrinking e1. (hi's trigger, which lets pin be
     broken, is not fired for them.)"""
-    el: dict[str, Any] = {
-        "gpus": 4,
-        "min_member": 1,
-        "max_member": 2,
-        "size_policy": "power-of-two",
-    }
+    el = _elastic(4, 2)
     snap = snapshot(
         *(node(n, gpus=8) for n in "abf"),
         gang("pin", 1, gpus=4, running_on=["a"], priority=1000),
@@ -299,12 +289,7 @@ def test_a_remembered_search_counts_every_victim_on_a_node_given_room_back() -> 
     its search fails and is remembered. Once pin is gone, a has 4 free and the two victims free
     4 more there together (either alone: 6), so p is searched again and starts on a. (hi's
     trigger, which lets pin be broken, is not fired for p.)"""
-    el: dict[str, Any] = {
-        "gpus": 2,
-        "min_member": 1,
-        "max_member": 2,
-        "size_policy": "power-of-two",
-    }
+    el = _elastic(2, 2)
     snap = snapshot(
         *(node(n, gpus=8) for n in "af"),
         gang("pin", 1, gpus=4, running_on=["a"], priority=1000),
@@ -374,12 +359,7 @@ def test_a_search_a_queue_blocked_is_not_walked_again_while_no_victim_could_open
     p2 (the same demand; the plan changed by q2's bind, no node got room back) fails without
     walking them. Once the pins are gone, p2 is searched again and starts, shrinking e1."""
     tree = leaf_queues(("q", "team-q"), ("o", "team-o"), gpus={"q": {"max": 12}})
-    el: dict[str, Any] = {
-        "gpus": 4,
-        "min_member": 1,
-        "max_member": 2,
-        "size_policy": "power-of-two",
-    }
+    el = _elastic(4, 2)
     snap = snapshot(
         *(node(n, gpus=8) for n in "abc"),
         node("s", gpus=2),
@@ -422,12 +402,7 @@ def _floor_cluster(min_gpus: int, pending: dict[str, Any], *objects: Any) -> Any
     has 3 GPUs, too few for p1 and p2 (one pod each, ``pending``); o2 (1 GPU, queue o) changes
     the plan without giving any node room back."""
     tree = leaf_queues(("a", "team-a"), ("o", "team-o"), gpus={"a": {"min": min_gpus}})
-    el: dict[str, Any] = {
-        "gpus": 8,
-        "min_member": 1,
-        "max_member": 2,
-        "size_policy": "power-of-two",
-    }
+    el = _elastic(8, 2)
     return snapshot(
         *(node(n, gpus=8) for n in "abc"),
         tree,
@@ -495,12 +470,7 @@ def test_a_start_its_own_floor_refuses_a_take_back_that_could_not_help_asks_no_d
     min 14 GPUs, running 16) would leave a under its min even with p, but would free room only
     on b, which p may not use: the refusal tells greedy nothing, so the search does not send it
     to try p again with debt (it would take e1 back for nothing)."""
-    el: dict[str, Any] = {
-        "gpus": 8,
-        "min_member": 1,
-        "max_member": 2,
-        "size_policy": "power-of-two",
-    }
+    el = _elastic(8, 2)
     snap = snapshot(
         node("a", gpus=8),
         node("b", gpus=8),
@@ -522,12 +492,7 @@ def test_a_shrink_that_opened_no_room_is_tried_again_once_its_node_gets_room_bac
     p1 by shrinking e2 on c. Once pin is gone from a, p2 (the same pod shape, allowed to break g)
     shrinks e1 and starts on a rather than break g: a shrink is known to open no room only until
     one of its nodes gets room back."""
-    el: dict[str, Any] = {
-        "gpus": 4,
-        "min_member": 1,
-        "max_member": 2,
-        "size_policy": "power-of-two",
-    }
+    el = _elastic(4, 2)
     snap = snapshot(
         *(node(n, gpus=8) for n in "abcde"),
         gang("g", 1, gpus=8, running_on=["e"], priority=50),
@@ -554,12 +519,7 @@ def test_a_take_back_frees_no_room_where_other_pods_hold_the_cpu() -> None:
     """Shrinking e1 frees 8 GPUs on a, but another scheduler's pod holds 62 of a's 64 CPUs, so
     p's pod (4 CPUs) still cannot run there: e1 is not taken, e2 (next in the search, freeing d)
     is, and p starts on d."""
-    el: dict[str, Any] = {
-        "gpus": 8,
-        "min_member": 1,
-        "max_member": 2,
-        "size_policy": "power-of-two",
-    }
+    el = _elastic(8, 2)
     snap = snapshot(
         *(node(n, gpus=8) for n in "abcd"),
         pod("hog", gpus=0, cpu="62", node_name="a", scheduler="default-scheduler"),
@@ -710,7 +670,7 @@ def _jobs_capped(priority: int) -> tuple[Any, Any, Any, dict[str, int], list[int
             ],
         }
     )
-    el: dict[str, Any] = {"min_member": 1, "max_member": 2, "size_policy": "power-of-two"}
+    el = _elastic(1, 2)
     snap = snapshot(
         node("a", gpus=8),
         tree,
@@ -951,12 +911,7 @@ def test_a_start_its_queues_max_blocks_takes_back_only_in_that_queue() -> None:
     """Over its queue's max, a start takes back only in that queue: nothing else brings it under."""
     # eo (queue o) is first in the search's order; eq, in p's queue q, shrinks instead.
     tree = leaf_queues(("q", "team-q"), ("o", "team-o"), gpus={"q": {"max": 8}})
-    el: dict[str, Any] = {
-        "gpus": 4,
-        "min_member": 1,
-        "max_member": 2,
-        "size_policy": "power-of-two",
-    }
+    el = _elastic(4, 2)
     snap = snapshot(
         *(node(n, gpus=8) for n in "abf"),
         tree,
@@ -975,12 +930,7 @@ def test_a_queue_at_its_min_keeps_only_its_own_jobs_from_shrinking() -> None:
     # a (min 4) is at its min once ea shrank in the plan (on cordoned k: no room for p there);
     # eb, in queue b, shrinks and p starts on y.
     tree = leaf_queues(("a", "team-a"), ("b", "team-b"), ("o", "team-o"), gpus={"a": {"min": 4}})
-    el: dict[str, Any] = {
-        "gpus": 4,
-        "min_member": 1,
-        "max_member": 2,
-        "size_policy": "power-of-two",
-    }
+    el = _elastic(4, 2)
     snap = snapshot(
         node("k", gpus=8, unschedulable=True),
         *(node(n, gpus=8) for n in "xy"),
@@ -1085,12 +1035,7 @@ def _capped_q() -> Any:
     """Queue q (max 12 GPUs) runs e (two 4-GPU pods, may shrink to one) and r2 (4 GPUs, not a
     victim); p8 (an 8-GPU pod) and p12 (two 6-GPU pods) are pending in q, with priority over e."""
     tree = quota_tree({"name": "root", "namespaces": ["team-q"], "max": {"nvidia.com/gpu": "12"}})
-    el: dict[str, Any] = {
-        "gpus": 4,
-        "min_member": 1,
-        "max_member": 2,
-        "size_policy": "power-of-two",
-    }
+    el = _elastic(4, 2)
     q: dict[str, Any] = {"namespace": "team-q"}
     return snapshot(
         *(node(n, gpus=8) for n in "abc"),
@@ -1129,12 +1074,7 @@ def test_a_queues_max_is_out_of_reach_counting_victims_from_their_size_in_the_pl
     # q (16 GPUs, all held by e and e2, two 4-GPU pods each) and p, two 6-GPU pods. With e2 at
     # its smallest in the plan, q is 8 over its max with p: only e's 4 come back. With e2
     # broken, q is 4 over: e's 4 are enough (e2 at one pod would take 4 more).
-    el: dict[str, Any] = {
-        "gpus": 4,
-        "min_member": 1,
-        "max_member": 2,
-        "size_policy": "power-of-two",
-    }
+    el = _elastic(4, 2)
     q: dict[str, Any] = {"namespace": "team-q"}
     snap = snapshot(
         *(node(n, gpus=8) for n in "ab"),
@@ -1329,12 +1269,7 @@ def test_a_larger_start_in_a_queue_with_a_floor_is_searched_after_a_smaller_one_
     # a (min 14) holds 16 in e1: shrinking e1 leaves 8 + p1's 4 GPUs, under the min, but 8 +
     # p2's 8, over it.
     tree = leaf_queues(("a", "team-a"), ("o", "team-o"), gpus={"a": {"min": 14}})
-    el: dict[str, Any] = {
-        "gpus": 8,
-        "min_member": 1,
-        "max_member": 2,
-        "size_policy": "power-of-two",
-    }
+    el = _elastic(8, 2)
     snap = snapshot(
         node("a", gpus=8),
         node("b", gpus=8),
