@@ -73,7 +73,7 @@ def kueue_best_fit(snapshot: ClusterSnapshot, topology: Topology) -> Plan:
     levels = topology.levels if HOSTNAME in topology.levels else (*topology.levels, HOSTNAME)
     view = Topology(levels, topology.source)
     admits = NodeState(snapshot).admitting
-    domain = _kueue_domains(snapshot, levels)
+    domain = _kueue_domains(snapshot, topology, levels)
     counts_of = _Counts(domain, free)
     for job, pods in _gangs(snapshot):
         shape = max(pods, key=lambda p: p.requests.get(res.GPU, 0))
@@ -97,14 +97,20 @@ def kueue_best_fit(snapshot: ClusterSnapshot, topology: Topology) -> Plan:
     return _plan(snapshot, placed)
 
 
-def _kueue_domains(snapshot: ClusterSnapshot, levels: tuple[str, ...]) -> list[dict[str, DomainId]]:
-    """Each node's domain per level, as Kueue's TAS snapshot reads it (``utiltas.LevelValues``):
-    a level label the node lacks is the empty value, so the node stays inside its broader
-    domains (a block's node without a rack label is in that block's rack ""); the last level is
-    the node itself. Once per plan, not per gang (at L that was most of the baseline)."""
+def _kueue_domains(
+    snapshot: ClusterSnapshot, topology: Topology, levels: tuple[str, ...]
+) -> list[dict[str, DomainId]]:
+    """Each node's domain per level (``levels``: the Topology's, hostname last). Kueue leaves a
+    node that lacks one of the Topology's level labels out of topology-aware scheduling
+    altogether (``utiltas.NodeMatchesFlavor``), so such a node counts in no domain, not even
+    its broader ones (before, a block's node without a rack label counted towards the block's
+    room though no rack led down to it). The last level is the node itself, by name (what a
+    bind names). Once per plan, not per gang (at L that was most of the baseline)."""
     out: list[dict[str, DomainId]] = [{} for _ in levels]
     for n, node in snapshot.nodes.items():
-        values = tuple(n if k == HOSTNAME else node.labels.get(k, "") for k in levels)
+        if any(k not in node.labels for k in topology.levels):
+            continue
+        values = tuple(n if k == HOSTNAME else node.labels[k] for k in levels)
         for i, per in enumerate(out):
             per[n] = values[: i + 1]
     return out
@@ -174,8 +180,6 @@ def _kueue_assign(
     chosen: list[tuple[DomainId, int]] | None = None
     while chosen is None:
         domains = _sorted(state[level])
-        if required:  # a node without the level's label is in no domain of it (the checker's)
-            domains = [d for d in domains if d[-1]]
         if not domains:
             return None
         top = domains[0]

@@ -24,6 +24,7 @@ from solver_sched.formulation.prepare import prepare
 from solver_sched.io import manifests as m
 from solver_sched.io.kube_snapshot import snapshot_from_objects
 from solver_sched.planning.candidates import score
+from solver_sched.planning.check import check
 from solver_sched.solvers.lexicographic import TOPOLOGY_TERMS, value_terms
 from solver_sched.solvers.topology_baselines import (
     BASELINES,
@@ -472,8 +473,8 @@ def test_kueue_gives_up_a_mixed_gang_a_pod_of_which_fits_no_chosen_node_and_goes
 
 
 def test_kueue_a_domain_without_nodes_at_the_level_below_has_no_children() -> None:
-    """Block b2's only node lacks the rack label: b2 has no rack, an empty list (not None), and
-    b1 has its one."""
+    """The helper's contract: a domain with no domain of the level below inside it has no
+    children, an empty list (not None); b1 has its one rack."""
     domain: list[dict[str, tuple[str, ...]]] = [
         {"a": ("b1",), "z": ("b2",)},
         {"a": ("b1", "r1")},
@@ -485,16 +486,16 @@ def test_kueue_a_domain_without_nodes_at_the_level_below_has_no_children() -> No
 
 
 @pytest.mark.parametrize("ask", ["none", "block", "rack"])
-def test_kueue_reads_a_missing_level_label_as_the_empty_value(ask: str) -> None:
-    """z has only a block label (b1), y both (b1/r1), 3 of their 4 GPUs in use each; a is b2/r1,
-    4 free. Kueue reads z's missing rack as the empty value, so z is in b1's rack "": a 1-GPU
-    gang asking for nothing, or requiring a block, goes best fit to b1 (room 2), then to the
-    first of its racks of equal room by name, "" before r1: z. (Before, z counted towards b1's
-    room but was in no rack, and the gang was given up.) Requiring a rack, rack "" is no rack
-    (the checker's reading: no label, no domain): best fit among b1/r1 and b2/r1 is y's."""
+def test_kueue_leaves_out_a_node_without_every_level_label(ask: str) -> None:
+    """Kueue's TAS takes only nodes with every level label (NodeMatchesFlavor). z has only a
+    block label (b1), w only a rack label (r2), 1 GPU free on each; a is b2/r1, 4 free. A 1-GPU
+    gang asking for nothing, or requiring a block or a rack, goes to a, the only node Kueue
+    counts, and the checker agrees. Counting z towards b1 (room 1, the best fit) with no rack
+    below it gave the gang up; reading a missing label as the empty value would put it on w
+    (block "", rack ""/r2: room 1, the best fit), which the checker rejects for a rack."""
     nodes = [
         m.node("z", gpus=4, labels={BLOCK: "b1"}),
-        m.node("y", gpus=4, labels={BLOCK: "b1", RACK: "r1"}),
+        m.node("w", gpus=4, labels={RACK: "r2"}),
         m.node("a", gpus=4, labels={BLOCK: "b2", RACK: "r1"}),
     ]
     gang = (
@@ -502,8 +503,10 @@ def test_kueue_reads_a_missing_level_label_as_the_empty_value(ask: str) -> None:
         if ask == "none"
         else _kueue(1, 1, "required", {"block": BLOCK, "rack": RACK}[ask])
     )
-    snap = snapshot(nodes, other("sys", "z", 3), other("sys2", "y", 3), gang)
-    assert _nodes_of(kueue_best_fit(snap, TOPO), "default/g") == (["y"] if ask == "rack" else ["z"])
+    snap = snapshot(nodes, other("sys-z", "z", 3), other("sys-w", "w", 3), gang)
+    plan = kueue_best_fit(snap, TOPO)
+    assert _nodes_of(plan, "default/g") == ["a"]
+    assert check(snap, plan, NOW, topology=TOPO) == []
 
 
 # -- Volcano tiers -----------------------------------------------------------------------------
