@@ -509,6 +509,16 @@ def test_kueue_leaves_out_a_node_without_every_level_label(ask: str) -> None:
     assert check(snap, plan, NOW, topology=TOPO) == []
 
 
+def test_kueue_resolves_a_volcano_tier_against_the_topologys_levels() -> None:
+    """A gang asking Volcano's hard tier 1 asks for the narrowest level that groups nodes, the
+    rack. Three 4-GPU pods (b has 2 GPUs in use: r1 holds one such pod, r2 two): no rack holds
+    them, so Kueue's baseline gives the gang up; asking for nothing, the block takes it."""
+    objs = (_racks(), other("sys", "b", 2))
+    assert not kueue_best_fit(snapshot(*objs, _volcano(3, 4, HARD_1)), TOPO).binds
+    plan = kueue_best_fit(snapshot(*objs, m.gang("g", 3, gpus=4)), TOPO)
+    assert _nodes_of(plan, "default/g") == ["a", "c", "d"]
+
+
 # -- Volcano tiers -----------------------------------------------------------------------------
 
 
