@@ -49,10 +49,18 @@ RACK, BLOCK = "example.com/rack", "example.com/block"
 TOPO = Topology((BLOCK, RACK, HOSTNAME))
 
 
-def _racks() -> list[dict[str, object]]:
+ZONE = "example.com/zone"  # a node label that is no level of TOPO
+HARD_1 = {"networkTopology": {"mode": "hard", "highestTierAllowed": 1}}
+
+
+def _nodes(where: dict[str, tuple[str, str]], gpus: int = 4) -> list[dict[str, Any]]:
+    """Nodes by name: (block, rack), ``gpus`` each."""
+    return [m.node(n, gpus=gpus, labels={BLOCK: b, RACK: r}) for n, (b, r) in where.items()]
+
+
+def _racks() -> list[dict[str, Any]]:
     """Block b1: rack r1 (nodes a, b) and rack r2 (c, d), 4 GPUs each."""
-    where = {"a": "r1", "b": "r1", "c": "r2", "d": "r2"}
-    return [m.node(n, gpus=4, labels={BLOCK: "b1", RACK: r}) for n, r in where.items()]
+    return _nodes({"a": ("b1", "r1"), "b": ("b1", "r1"), "c": ("b1", "r2"), "d": ("b1", "r2")})
 
 
 def _nodes_of(plan: object, job: str) -> list[str]:
@@ -63,10 +71,20 @@ def _volcano(pods: int, gpus: int, spec: dict[str, Any], name: str = "g") -> lis
     return m.gang(name, pods, gpus=gpus, api="scheduling.volcano.sh", group_spec=spec)
 
 
+def _kueue_ask(mode: str, level: str = RACK) -> dict[str, str]:
+    """A pod set's Kueue topology annotation: ``mode`` required or preferred."""
+    return {f"kueue.x-k8s.io/podset-{mode}-topology": level}
+
+
 def _kueue(pods: int, gpus: int, mode: str, level: str = RACK) -> list[dict[str, Any]]:
-    return m.gang(
-        "g", pods, gpus=gpus, annotations={f"kueue.x-k8s.io/podset-{mode}-topology": level}
-    )
+    return m.gang("g", pods, gpus=gpus, annotations=_kueue_ask(mode, level))
+
+
+def _asked(baseline: Any) -> dict[str, Any]:
+    """Gang keywords asking for one rack, in the baseline's own terms."""
+    if baseline is kueue_best_fit:
+        return {"annotations": _kueue_ask("required")}
+    return {"api": "scheduling.volcano.sh", "group_spec": HARD_1}
 
 
 def test_kueue_required_stays_at_its_level_preferred_goes_up() -> None:
@@ -101,13 +119,7 @@ def test_a_baseline_places_gangs_highest_priority_first_past_running_ones(baseli
     """Only r1 holds a 2 x 4-GPU gang (r2 is full), exactly. Of two such gangs the one of higher
     priority gets it, whatever the names' order; a running gang listed first is passed over, not
     the end of the list."""
-    rack = {"kueue.x-k8s.io/podset-required-topology": RACK}
-    hard = {"networkTopology": {"mode": "hard", "highestTierAllowed": 1}}
-    extra: dict[str, Any] = (
-        {"annotations": rack}
-        if baseline is kueue_best_fit
-        else {"api": "scheduling.volcano.sh", "group_spec": hard}
-    )
+    extra = _asked(baseline)
     snap = snapshot(
         _racks(),
         m.gang("running", 2, gpus=4, running_on=["c", "d"], **extra),
@@ -129,10 +141,9 @@ def test_kueue_adds_the_node_level_a_topology_leaves_out() -> None:
 def test_volcano_hard_mode_needs_one_tier_1_hypernode() -> None:
     """Hard at tier 1: the gang in one rack (r2, the only one with 8 GPUs free), or nowhere; soft:
     the next tier (the block) when no rack holds it."""
-    hard = {"networkTopology": {"mode": "hard", "highestTierAllowed": 1}}
-    snap = snapshot(_racks(), other("sys", "b", 2), _volcano(2, 4, hard))
+    snap = snapshot(_racks(), other("sys", "b", 2), _volcano(2, 4, HARD_1))
     assert _nodes_of(volcano_tiers(snap, TOPO), "default/g") == ["c", "d"]
-    snap = snapshot(_racks(), other("sys", "b", 2), _volcano(3, 4, hard))
+    snap = snapshot(_racks(), other("sys", "b", 2), _volcano(3, 4, HARD_1))
     assert not volcano_tiers(snap, TOPO).binds  # 12 GPUs: no rack has them
     snap = snapshot(_racks(), _volcano(3, 4, {"networkTopology": {"mode": "soft"}}))
     assert len(volcano_tiers(snap, TOPO).binds) == 3  # the block holds it
@@ -142,8 +153,7 @@ def test_volcano_takes_the_hypernode_its_binpack_score_likes_best_then_the_fulle
     """Both racks hold the 2-GPU pod. r1 has 3 of its 8 GPUs in use, r2 1: r1 scores higher
     ((3 + 2) / 8 against (1 + 2) / 8), and in r1 only b fits the pod. Node binpack over the whole
     cluster would take c, the fullest node that fits (3 free)."""
-    hard = {"networkTopology": {"mode": "hard", "highestTierAllowed": 1}}
-    snap = snapshot(_racks(), other("x", "a", 3), other("y", "c", 1), _volcano(1, 2, hard))
+    snap = snapshot(_racks(), other("x", "a", 3), other("y", "c", 1), _volcano(1, 2, HARD_1))
     assert _nodes_of(volcano_tiers(snap, TOPO), "default/g") == ["b"]
     soft = {"networkTopology": {"mode": "soft"}}
     snap = snapshot(_racks(), other("x", "a", 3), other("y", "c", 1), _volcano(1, 2, soft))
@@ -154,14 +164,13 @@ def test_volcano_scores_each_rack_as_the_gangs_placed_so_far_left_it() -> None:
     """g1 (two 3-GPU pods) fits only r2 (r1 has 1 GPU free per node) and leaves it with 7 of 8
     GPUs in use against r1's 6, so g2's GPU goes to r2 (d, its last free GPU). Scored from the
     racks as they were before g1 (r2: 1 in use), r1 would win."""
-    hard = {"networkTopology": {"mode": "hard", "highestTierAllowed": 1}}
     snap = snapshot(
         _racks(),
         other("x", "a", 3),
         other("y", "b", 3),
         other("z", "c", 1),
-        _volcano(2, 3, hard, "g1"),
-        _volcano(1, 1, hard, "g2"),
+        _volcano(2, 3, HARD_1, "g1"),
+        _volcano(1, 1, HARD_1, "g2"),
     )
     plan = volcano_tiers(snap, TOPO)
     assert _nodes_of(plan, "default/g1") == ["c", "d"]
@@ -301,21 +310,6 @@ def test_kueue_counts_kept_current_equal_a_fresh_count(seed: int) -> None:
 
 # -- which gangs, in which order ---------------------------------------------------------------
 
-ZONE = "example.com/zone"  # a node label that is no level of TOPO
-HARD_1 = {"networkTopology": {"mode": "hard", "highestTierAllowed": 1}}
-
-
-def _nodes(where: dict[str, tuple[str, str]], gpus: int = 4) -> list[dict[str, Any]]:
-    """Nodes by name: (block, rack), ``gpus`` each."""
-    return [m.node(n, gpus=gpus, labels={BLOCK: b, RACK: r}) for n, (b, r) in where.items()]
-
-
-def _asked(baseline: Any) -> dict[str, Any]:
-    """Gang keywords asking for one rack, in the baseline's own terms."""
-    if baseline is kueue_best_fit:
-        return {"annotations": {"kueue.x-k8s.io/podset-required-topology": RACK}}
-    return {"api": "scheduling.volcano.sh", "group_spec": HARD_1}
-
 
 @pytest.mark.parametrize("baseline", [kueue_best_fit, volcano_tiers])
 @pytest.mark.parametrize(
@@ -409,7 +403,7 @@ def test_kueue_recounts_the_nodes_a_placed_gang_used() -> None:
     4), on b, which it fills; r1 then holds 2. g2 (three such pods, one rack required) fits r2
     only: c twice, d once. Counted as before g1, r1 (3) would look the best fit and g2 would be
     given up on b."""
-    rack = {"kueue.x-k8s.io/podset-required-topology": RACK}
+    rack = _kueue_ask("required")
     snap = snapshot(
         _racks(),
         other("sys", "b", 2),
@@ -425,7 +419,7 @@ def test_kueue_counts_each_pod_shape_on_its_own() -> None:
     """b has 3 GPUs in use. g1 (one 4-GPU pod) goes best-fit to r1 (room for 1, r2 for 2): a.
     g2 (two 1-GPU pods) counts 1-GPU pods: r1 holds 1 (b), r2 8, so r2, and both on c (best-fit
     among equals: the first). With g1's 4-GPU counts, r2 would hold only 2 of them, one per node."""
-    pref = {"kueue.x-k8s.io/podset-preferred-topology": RACK}
+    pref = _kueue_ask("preferred")
     snap = snapshot(
         _racks(),
         other("sys", "b", 3),
@@ -446,7 +440,7 @@ def test_kueue_counts_a_mixed_gang_by_its_pod_with_the_most_gpus() -> None:
         m.node("c", gpus=0, cpu="8", labels={BLOCK: "b1", RACK: "r2"}),
         m.node("d", gpus=4, cpu="8", labels={BLOCK: "b1", RACK: "r2"}),
     ]
-    pref = {"kueue.x-k8s.io/podset-preferred-topology": RACK}
+    pref = _kueue_ask("preferred")
     snap = snapshot(
         nodes,
         m.pod_group("g", min_member=2),
