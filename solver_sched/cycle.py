@@ -160,7 +160,9 @@ class _Candidates:
         """Greedy's plan, the first candidate; its model values (a search's hint), if it maps."""
         model, built = self.model, self.built
         with self.timer("greedy"):
-            state = greedy_plan(self.snapshot, self.problem)  # concrete already: no packing
+            # concrete already: no packing; its victim search stops where the budget would not
+            # hold the rest of the pass and its check (a slow machine at XL)
+            state = greedy_plan(self.snapshot, self.problem, deadline=self.clock.first_cutoff())
             greedy = assignment_of(state)
             hint = to_values(model, built, greedy.sizes, greedy.counts)
         with self.timer("plan"):

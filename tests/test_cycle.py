@@ -36,6 +36,7 @@ from tests.support.builders import (
     NOW,
     config,
     gang,
+    hi_breaks_low,
     node,
     plan,
     pod,
@@ -539,10 +540,11 @@ def test_greedys_other_passes_stop_taking_victims_before_the_budget_ends(
 ) -> None:
     """A pass may cost more than the first one the budget rule measures (value-greedy up to
     twice at L): the other passes get a deadline for their victim search, inside the budget.
-    The first pass (the hint, the greedy backend's plan) gets none; the dense pass, the greedy
-    backend's other pass, comes next with that backend's deadline (inside its share of the
-    budget, where a search may still follow), so the plan is not below that backend's. No pass
-    of a cycle without a budget gets one."""
+    The first pass (the hint, the greedy backend's plan) gets the latest: where the rest of it
+    and its check still fit (Clock.first_cutoff); the dense pass, the greedy backend's other
+    pass, comes next with that backend's deadline (inside its share of the budget, where a
+    search may still follow), so the plan is not below that backend's. No pass of a cycle
+    without a budget gets one."""
     first: list[float | None] = []
     real = cycle_module.greedy_plan  # type: ignore[attr-defined]  # patched below
 
@@ -557,14 +559,44 @@ def test_greedys_other_passes_stop_taking_victims_before_the_budget_ends(
     cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 4.0}})
     start = time.perf_counter()
     assert cycle_module.run_cycle(snap, cfg, NOW, "cpsat").violations == []
-    assert first == [None]
+    assert len(first) == 1 and first[0] is not None
+    assert start < first[0] < start + 4.0
     assert list(given)[:2] == [cycle_module.SECOND, VALUE_AWARE]
     dense = given[cycle_module.SECOND]
     assert dense is not None and dense < start + cycle_module.VARIANTS * 4.0
     assert all(d is not None and start < d < start + 4.0 for d in given.values())
     given.clear()
+    first.clear()
     cycle_module.run_cycle(snap, SchedulerConfig(), NOW, "cpsat", time_limit=1.0)
     assert len(given) > 1 and set(given.values()) == {None}
+    assert first == [None]
+
+
+@pytest.mark.parametrize("backend", ["greedy", "cpsat"])
+def test_a_first_pass_that_would_overrun_the_budget_takes_no_more_victims(backend: str) -> None:
+    """hi starts only by breaking low; small fits as it is. With time to spare the cycle emits
+    that; where the budget is already spent when greedy's first pass begins (a slow machine at
+    XL: the pass, its check and the model would overrun it), the pass takes no victims: low
+    keeps running, small still starts, and the plan is checked. Without a budget (an explicit,
+    unbounded search: the simulator's cycles) there is no such cut."""
+    snap = hi_breaks_low()
+    spent = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 1e-6}})
+    spare = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 60}})
+    cut = cycle_module.run_cycle(snap, spent, NOW, backend)
+    assert cut.violations == [] and workers_after(snap, cut.plan) == {
+        "default/low": 4,
+        "default/hi": 0,
+        "default/small": 1,
+    }
+    for result in (
+        cycle_module.run_cycle(snap, spare, NOW, backend),
+        cycle_module.run_cycle(snap, spent, NOW, backend, time_limit=1.0),
+    ):
+        assert result.violations == [] and workers_after(snap, result.plan) == {
+            "default/low": 0,
+            "default/hi": 4,
+            "default/small": 1,
+        }
 
 
 def test_the_lp_relaxation_keeps_to_its_share_when_no_search_could_follow(

@@ -25,6 +25,11 @@ WITH_ROWS = 2.0
 # The deadline keeps the budget where a pass costs more than the first (value-greedy: 1.4-1.9x
 # at L), keeping the victims taken so far (docs/benchmarks.md section 1).
 TAIL = 0.5
+# Of the model's build (without its rows): what greedy's first pass still takes once its victim
+# search has stopped at its deadline (starts where they fit, the retry, elastic growth). Measured
+# on dev seeds 1-2 of M, L and XL, cut at a quarter, half and three quarters of the pass: 0.3-2.3
+# builds, median 0.7 (docs/benchmarks.md section 1, thirty-first pass).
+FIRST_TAIL = 2.0
 
 
 class Timer:
@@ -92,6 +97,18 @@ class Clock:
         does not count the rows yet): where greedy's passes end when no search follows."""
         assert self.budget is not None
         return self.start + MARGIN * self.budget - rows * self.building
+
+    def first_cutoff(self) -> float | None:
+        """When greedy's first pass stops its victim search: the check's estimate (the build
+        with its rows) and FIRST_TAIL builds before the budget's end, so that the rest of the
+        pass and its check still end about with the budget. A net, not a share: MARGIN is not
+        kept (the pass's plan is every cycle's floor, and where it is cut depends on the
+        machine's speed), so only a cycle that would overrun its budget is cut (XL on a slow
+        machine); elsewhere greedy's plan is what it was. Without a budget (the simulator,
+        best-known solves) never: the plan does not depend on the machine's speed there."""
+        if self.budget is None:
+            return None
+        return self.start + self.budget - (WITH_ROWS + FIRST_TAIL) * self.building
 
     def fits(self, end: float | None, of_pass: float = 1.0) -> bool:
         """``of_pass`` of another pass (about as long as the first) ends by ``end`` (None: no

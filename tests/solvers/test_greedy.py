@@ -12,6 +12,7 @@ from tests.support.builders import (
     NOW,
     config,
     gang,
+    hi_breaks_low,
     leaf_queues,
     node,
     plan,
@@ -281,15 +282,9 @@ def test_a_scale_in_takes_the_pods_that_open_a_node_for_a_large_pod(backend: str
 
 
 def test_past_its_deadline_a_pass_starts_what_fits_and_takes_no_victims() -> None:
-    # hi starts only by breaking low; small fits on m as it is. A pass past its deadline (a
-    # cycle's extra candidate out of time) keeps low and still starts small.
-    snap = snapshot(
-        node("n", gpus=4),
-        node("m", gpus=1),
-        gang("low", 4, running_on=["n"] * 4, priority=0),
-        gang("hi", 4, priority=100),
-        gang("small", 1, priority=50),
-    )
+    # A pass past its deadline (a cycle's extra candidate out of time) keeps low and still
+    # starts small.
+    snap = hi_breaks_low()
     cfg = config()
     problem = prepare(snap, cfg.weights, cfg.settings, NOW, None)
     for value_aware in (False, True):

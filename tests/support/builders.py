@@ -54,6 +54,18 @@ def snapshot(*groups: dict[str, Any] | list[dict[str, Any]]) -> ClusterSnapshot:
     return snapshot_from_objects(objs)
 
 
+def hi_breaks_low() -> ClusterSnapshot:
+    """hi starts only by breaking low (its node n); small fits on m as it is: a start that
+    takes victims beside one that needs none."""
+    return snapshot(
+        node("n", gpus=4),
+        node("m", gpus=1),
+        gang("low", 4, running_on=["n"] * 4, priority=0),
+        gang("hi", 4, priority=100),
+        gang("small", 1, priority=50),
+    )
+
+
 def config(**settings: Any) -> SchedulerConfig:
     # the cycle budget as long as the search limit: rule tests search until the optimum
     base = {"time_limit_seconds": 10.0, "cycle_seconds": 10.0, "workers": 1, "random_seed": 0}
