@@ -21,11 +21,13 @@ nodes, so this is a lower bound on every real plan of that value).
 ``--scale``: issue 15's scale target instead. The controller's cycle (the default config, its
 size-based budget) on the ``rackL`` (2,000 nodes, 100 racks) and ``rackXL`` (10,000 nodes, 400
 racks) presets, snapshot in memory -> checked plan, against the L and XL cycle targets (3 s,
-8 s); with each phase, the candidate emitted and the two baselines' own times.
+8 s); with each phase, the candidate emitted and the two baselines' own times. ``--cycles N``
+runs N cycles per instance with the search history the controller keeps between cycles.
 
     .venv/bin/python -m benchmarks.topology [--seeds 20] [--first-seed 1001] [--time-limit 10]
         [--presets rack8,...] [--bounds]
     .venv/bin/python -m benchmarks.topology --scale [--seeds 5] [--presets rackL,rackXL]
+        [--cycles 3]
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ import argparse
 import json
 import statistics
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -51,6 +53,7 @@ from solver_sched.formulation.prepare import prepare
 from solver_sched.io.kube_snapshot import snapshot_from_objects
 from solver_sched.planning.candidates import score
 from solver_sched.planning.check import check
+from solver_sched.planning.history import SearchHistory
 from solver_sched.sim.topology import metrics
 from solver_sched.solvers.cpsat import solve_cpsat
 from solver_sched.solvers.lexicographic import crossings, held_value
@@ -192,8 +195,10 @@ def summary(rows: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def scale_instance(preset: str, seed: int) -> dict[str, Any]:
-    """One controller cycle (default config and budget) on a topology scale preset, checked."""
+def scale_instance(preset: str, seed: int, cycles: int = 1) -> list[dict[str, Any]]:
+    """Controller cycles (default config and budget) on a topology scale preset, checked: the
+    same snapshot ``cycles`` times, with one search history kept between them as the controller
+    keeps it (planning/history.py), so the later cycles show a cluster that changed little."""
     snap = snapshot_from_objects(topology_objects(preset, seed, NOW))
     topo = snap.topologies["default"]
     baselines = {}
@@ -202,23 +207,31 @@ def scale_instance(preset: str, seed: int) -> dict[str, Any]:
         baseline(snap, topo)
         baselines[name] = time.perf_counter() - t
     cfg = SchedulerConfig()
-    t = time.perf_counter()
-    result = run_cycle(snap, cfg, NOW)
-    seconds = time.perf_counter() - t
-    s = cfg.settings
-    bad = check(snap, result.plan, NOW, s.priority_preemption, s.queue_reclaim, topo)
-    return {
-        "preset": preset,
-        "seed": seed,
-        "nodes": len(snap.nodes),
-        "cycle_s": seconds,
-        "target_s": SCALE_TARGETS[preset],
-        "phases": result.phases,
-        "chosen": result.chosen,
-        "bad": bad + result.violations,
-        "baselines_s": baselines,
-        "search": result.stats.detail,
-    }
+    history = SearchHistory()
+    rows = []
+    for n in range(1, cycles + 1):
+        t = time.perf_counter()
+        result = run_cycle(replace(snap), cfg, NOW, history=history)
+        seconds = time.perf_counter() - t
+        s = cfg.settings
+        bad = check(snap, result.plan, NOW, s.priority_preemption, s.queue_reclaim, topo)
+        rows.append(
+            {
+                "preset": preset,
+                "seed": seed,
+                "cycle": n,
+                "nodes": len(snap.nodes),
+                "cycle_s": seconds,
+                "target_s": SCALE_TARGETS[preset],
+                "phases": result.phases,
+                "chosen": result.chosen,
+                "objective": result.stats.objective,
+                "bad": bad + result.violations,
+                "baselines_s": baselines,
+                "search": result.stats.detail,
+            }
+        )
+    return rows
 
 
 def scale_summary(rows: list[dict[str, Any]]) -> list[str]:
@@ -227,16 +240,20 @@ def scale_summary(rows: list[dict[str, Any]]) -> list[str]:
         phases = ", ".join(f"{k} {v:.2f}" for k, v in r["phases"].items())
         base = ", ".join(f"{k} {v:.2f} s" for k, v in r["baselines_s"].items())
         out.append(
-            f"{r['preset']} {r['seed']}: cycle {r['cycle_s']:.2f} s (target {r['target_s']:g}) "
-            f"[{phases}] emitted {r['chosen']}; {'BAD ' if r['bad'] else ''}baselines {base}"
+            f"{r['preset']} {r['seed']} cycle {r['cycle']}: {r['cycle_s']:.2f} s "
+            f"(target {r['target_s']:g}) [{phases}] emitted {r['chosen']} "
+            f"(objective {r['objective']:.6g}; search: {r['search']}); "
+            f"{'BAD ' if r['bad'] else ''}baselines {base}"
         )
     for preset in dict.fromkeys(r["preset"] for r in rows):
-        secs = [r["cycle_s"] for r in rows if r["preset"] == preset]
-        target = SCALE_TARGETS[preset]
-        out.append(
-            f"{preset}: cycle median {statistics.median(secs):.2f} s, worst {max(secs):.2f} s "
-            f"over {len(secs)} seeds; within {target:g} s on {sum(x <= target for x in secs)}"
-        )
+        for n in sorted({r["cycle"] for r in rows}):
+            secs = [r["cycle_s"] for r in rows if r["preset"] == preset and r["cycle"] == n]
+            target = SCALE_TARGETS[preset]
+            out.append(
+                f"{preset} cycle {n}: median {statistics.median(secs):.2f} s, worst "
+                f"{max(secs):.2f} s over {len(secs)} seeds; within {target:g} s on "
+                f"{sum(x <= target for x in secs)}"
+            )
     return out
 
 
@@ -250,13 +267,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--presets", help="default: the study's presets, or with --scale rackL,rackXL")
     p.add_argument("--bounds", action="store_true", help="the fewest crossings at each value")
     p.add_argument("--scale", action="store_true", help="rackL/rackXL cycle times (issue 15)")
+    p.add_argument(
+        "--cycles", type=int, default=1, help="with --scale: cycles per instance, one history"
+    )
     args = p.parse_args(argv)
     if args.scale:
         presets = args.presets.split(",") if args.presets else list(TOPOLOGY_SCALE)
         rows = [
-            scale_instance(preset, seed)
+            row
             for preset in presets
             for seed in range(args.first_seed, args.first_seed + args.seeds)
+            for row in scale_instance(preset, seed, args.cycles)
         ]
         for line in scale_summary(rows):
             print(line)

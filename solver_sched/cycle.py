@@ -40,6 +40,7 @@ from solver_sched.planning.candidates import (
 )
 from solver_sched.planning.clock import TAIL, WITH_ROWS, Clock, Timer
 from solver_sched.planning.diff import diff
+from solver_sched.planning.history import SearchHistory
 from solver_sched.planning.pack import compact, pack
 from solver_sched.planning.passes import Sent, arrivals, passes_beside, variant
 from solver_sched.solvers.budget import MARGIN, auto_budget, search_deadline
@@ -126,10 +127,13 @@ class _Candidates:
         timer: Timer,
         clock: Clock,
         limit: float,
+        history: SearchHistory | None,
     ) -> None:
         self.snapshot, self.problem, self.model, self.built = snapshot, problem, model, built
         self.topology, self.backend, self.s = topology, backend, s
         self.timer, self.clock, self.limit = timer, clock, limit
+        self.history = history
+        self.unhinted: Solving | None = None  # the budgeted, unhinted search, once started
         self.beside: Beside | None = None
         self.labels: tuple[str, ...] = ()  # the child's passes
         self.child_end = clock.start  # when its last pass ends
@@ -191,11 +195,30 @@ class _Candidates:
                 skip = f"no search: {max(0.0, left):.2f}s of the {search_budget:.2f}s budget left"
             elif (open_for := clock.window(at, search_budget)) < (needed := clock.needed()):
                 skip = f"no search: a window of {max(0.0, open_for):.2f}s, {needed:.2f}s needed"
+            elif hinted is None and self.history is not None:
+                variables = len(built.model.names)
+                ruled = self.history.hopeless(variables, open_for)
+                if ruled is not None:
+                    skip = (
+                        f"no search: {ruled[0]} variables found none in {ruled[1]:.2f}s in an "
+                        f"earlier cycle; {variables} in {open_for:.2f}s now"
+                    )
             if skip is None and self.beside is not None:  # the search takes the second core
                 self.receive()
                 self.beside.stop()
             window = min(limit, max(0.01, left))
-            return Solving(self.backend, model, built, hinted, window, s, skip)
+            solving = Solving(self.backend, model, built, hinted, window, s, skip)
+            if hinted is None and skip is None:
+                self.unhinted = solving
+            return solving
+
+    def remember(self) -> None:
+        """The budgeted, unhinted search's outcome, for the next cycles' (planning/history.py):
+        its own, not the hinted one's beside it; stopped by now."""
+        if self.history is None or self.unhinted is None or self.unhinted.thread is None:
+            return  # no history kept, or no search ran
+        stats, values = self.unhinted.result()
+        self.history.record(len(self.built.model.names), stats.seconds, values is not None)
 
     def another(
         self, label: str, end: float | None, shares: dict[str, float] | None = None
@@ -314,6 +337,7 @@ def run_cycle(
     time_limit: float | None = None,
     *,
     bounded: bool = False,
+    history: SearchHistory | None = None,
 ) -> CycleResult:
     """One global decision. Candidates (the solver's plan and greedy's) are packed onto nodes and
     ranked by the model objective; the best one the independent checker accepts is emitted.
@@ -326,7 +350,9 @@ def run_cycle(
     compacting: what-if's ``--time-limit``, where value-greedy alone took 13-18 s at 10,000
     nodes); unbounded, every candidate runs to its end, so a run does not depend on the
     machine's speed (the simulator, best-known solves). ``bounded`` changes nothing without
-    ``time_limit``.
+    ``time_limit``. ``history`` (the controller's, kept between cycles) rules out a budgeted
+    search that an earlier cycle's says cannot find a solution in its window, and learns from
+    the one that runs (planning/history.py).
 
     Python's cyclic garbage collector is paused for the cycle: its full passes over a large
     snapshot cost 15% of a cycle at M (measured in docs/benchmarks.md). The cycle's own garbage is
@@ -336,7 +362,7 @@ def run_cycle(
     gc.disable()
     try:
         with ExitStack() as ends:  # what the cycle starts beside it (a child) ends with it
-            return _cycle(snapshot, config, now, backend, time_limit, bounded, ends)
+            return _cycle(snapshot, config, now, backend, time_limit, bounded, ends, history)
     finally:
         if was_enabled:
             gc.enable()
@@ -350,6 +376,7 @@ def _cycle(
     time_limit: float | None,
     bounded: bool,
     ends: ExitStack,
+    history: SearchHistory | None,
 ) -> CycleResult:
     start = time.perf_counter()
     s = config.settings
@@ -369,7 +396,9 @@ def _cycle(
         topology, problem, model, built, building = _model(snapshot, config, now)
     share = VARIANTS if len(built.model.names) > SMALL_MODEL else VARIANTS_SMALL
     clock = Clock(start, budget, search_budget, backend != "greedy", timer, building, share)
-    made = _Candidates(snapshot, problem, model, built, topology, backend, s, timer, clock, limit)
+    made = _Candidates(
+        snapshot, problem, model, built, topology, backend, s, timer, clock, limit, history
+    )
     if (
         BESIDE
         and budget is not None
@@ -424,6 +453,7 @@ def _cycle(
             after = timer.phases.get("plan", 0.0) + timer.phases.get("check", 0.0)
             deadline = search_deadline(start, search_budget, after)
         stats, values = _searched(built, solving, hinted, deadline)
+        made.remember()
     candidates = [first, *rest]
     packs_end = _packs_end(start, budget, explicit and backend != "greedy", limit, timer)
     # A solution equal to the best candidate's values (an explicit search's hint given back

@@ -26,6 +26,7 @@ from solver_sched.planning.candidates import (
     GUIDED_VALUE,
     VALUE_AWARE,
 )
+from solver_sched.planning.history import PROBE_EVERY, SearchHistory
 from solver_sched.planning.pack import minimize_evictions
 from solver_sched.solvers import cpsat
 from solver_sched.solvers.greedy import assignment_of
@@ -364,6 +365,59 @@ def test_a_spent_budget_leaves_greedys_plan_without_a_search(
     assert result.stats.detail.startswith("no search:")
     assert result.chosen == "greedy" and result.violations == []
     assert "lp" not in result.phases  # no LP relaxation, no other greedy pass
+
+
+def _finds_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """CP-SAT's search runs its whole window and finds no solution (rackXL's searches)."""
+
+    def run(self: cpsat.Search) -> cpsat.Outcome:
+        time.sleep(self.parameters.max_time_in_seconds)
+        seconds = self.translation + self.parameters.max_time_in_seconds
+        return SolveStatus.NO_SOLUTION, None, None, None, seconds, "nothing"
+
+    monkeypatch.setattr(cpsat.Search, "run", run)
+
+
+def test_a_search_an_earlier_cycle_says_finds_nothing_is_not_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The controller keeps a search history between cycles: a budgeted search that found no
+    solution is not run again for a model at least as large in a window no longer (nor is the
+    hinted one beside it); the candidates make the plan. Until a probe finds one: then every
+    failure is forgotten and the next cycle searches again."""
+    snap = snapshot_from_objects(synthetic_objects(16, 40, 20, 1, NOW))
+    cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 1.0}})
+    history = SearchHistory()
+    seen = _limits(monkeypatch)
+    with monkeypatch.context() as m:
+        _finds_nothing(m)
+        first = cycle_module.run_cycle(snap, cfg, NOW, "cpsat", history=history)
+        assert first.violations == [] and len(seen) == 2  # unhinted, and hinted beside it
+        assert len(history.failed) == 1
+        seen.clear()
+        second = cycle_module.run_cycle(snap, cfg, NOW, "cpsat", history=history)
+    assert seen == []
+    assert "found none" in second.stats.detail and "earlier cycle" in second.stats.detail
+    assert second.violations == [] and second.chosen
+    history.ruled_out = PROBE_EVERY  # the probe's turn: the real search finds a solution
+    probe = cycle_module.run_cycle(snap, cfg, NOW, "cpsat", history=history)
+    assert seen and probe.violations == [] and history.failed == []
+    seen.clear()
+    cycle_module.run_cycle(snap, cfg, NOW, "cpsat", history=history)
+    assert seen
+
+
+def test_without_a_history_every_cycle_searches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What-if and the benchmarks run one cycle with no history: a search that found nothing
+    in one cycle is still run in the next."""
+    snap = snapshot_from_objects(synthetic_objects(16, 40, 20, 1, NOW))
+    cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 1.0}})
+    seen = _limits(monkeypatch)
+    _finds_nothing(monkeypatch)
+    for _ in range(2):
+        seen.clear()
+        cycle_module.run_cycle(snap, cfg, NOW, "cpsat")
+        assert seen
 
 
 def _greedy_is(monkeypatch: pytest.MonkeyPatch, greedy: Any) -> None:

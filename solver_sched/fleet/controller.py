@@ -48,6 +48,7 @@ from solver_sched.kube.loop import ControlLoop, LoopOptions, run_until_signalled
 from solver_sched.kube.resources import PRIORITY_CLASSES, PYTORCH_JOBS, Resource
 from solver_sched.kube.status import StatusWriter, rfc3339
 from solver_sched.metrics import Metrics
+from solver_sched.planning.history import SearchHistory
 
 log = logging.getLogger(__name__)
 JsonObj = dict[str, Any]
@@ -119,6 +120,7 @@ class FleetController(ControlLoop):
         self.registry = MemberRegistry(opts.probe_interval, opts.qps, opts.burst, self.may_act)
         self._secrets: dict[tuple[str, str], tuple[float, JsonObj | None]] = {}
         self.last_result: CycleResult | None = None
+        self.search_history = SearchHistory()  # what earlier cycles' searches found
         self.last_fleet: FleetSnapshot | None = None
         self.cache = FleetCache()  # only changed objects are derived and parsed again
 
@@ -180,7 +182,7 @@ class FleetController(ControlLoop):
         t = time.perf_counter()
         fleet = build_fleet(hub, members, name, config.settings.cooldown, self.cache)
         m.phase_seconds.labels("snapshot").observe(time.perf_counter() - t)
-        result = run_cycle(fleet.snapshot, fleet_config(config), now)
+        result = run_cycle(fleet.snapshot, fleet_config(config), now, history=self.search_history)
         for phase, secs in result.phases.items():
             m.phase_seconds.labels(phase).observe(secs)
         reading = read_plan(fleet, result.plan.binds, result.plan.jobs, result.plan.evictions)

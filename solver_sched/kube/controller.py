@@ -32,6 +32,7 @@ from solver_sched.kube.resources import WATCHED
 from solver_sched.kube.snapshotter import live_pods, stamps_seen, take_snapshots
 from solver_sched.kube.status import StatusWriter, rfc3339
 from solver_sched.metrics import Metrics, reason_class
+from solver_sched.planning.history import SearchHistory
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +122,7 @@ class Controller(ControlLoop):
             lambda: self._started if self.leader is None else self.leader.leading_since,
         )
         self.last_result: CycleResult | None = None
+        self.search_history = SearchHistory()  # what earlier cycles' searches found
 
     def lost_leadership(self) -> None:
         """Abandon in-flight actuation: queued binds are dropped and their reservations
@@ -151,7 +153,7 @@ class Controller(ControlLoop):
         name = self.opts.scheduler_name or config.settings.scheduler_name
         snap, real = take_snapshots(self.store, self.assumed, config, name, self.parsed)
         self.metrics.phase_seconds.labels("snapshot").observe(time.perf_counter() - t)
-        result = run_cycle(snap, config, now)
+        result = run_cycle(snap, config, now, history=self.search_history)
         for phase, secs in result.phases.items():
             self.metrics.phase_seconds.labels(phase).observe(secs)
         rollback = self.tracker.expired(snap, self.acting.read())

@@ -20,6 +20,8 @@ from solver_sched.kube.resources import CONFIG_MAPS
 from solver_sched.kube.store import ObjectStore
 from solver_sched.planning import clock
 from solver_sched.planning.beside import Beside
+from solver_sched.solvers import cpsat
+from solver_sched.solvers.result import SolveStatus
 from tests.integration.kube import Kube, priority_classes, wait_for
 from tests.support.processes import gone
 
@@ -301,3 +303,30 @@ def test_greedys_passes_beside_in_a_forked_child_under_the_controllers_threads(
     cycles = controller.cycles
     wait_for("another cycle", lambda: controller.cycles > cycles)
     assert pids and all(gone(pid) for pid in pids[:-1])
+
+
+def test_the_controller_keeps_its_search_history_between_cycles(
+    kube: Kube, start_controller: Callable[..., Controller], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A search that found no solution in its whole window (rackXL's) is not run in the next
+    cycle: the controller keeps one history for all its cycles (planning/history.py), and the
+    candidates still schedule what fits."""
+
+    def run(self: cpsat.Search) -> cpsat.Outcome:
+        limit = self.parameters.max_time_in_seconds
+        time.sleep(limit)
+        return SolveStatus.NO_SOLUTION, None, None, None, self.translation + limit, "nothing"
+
+    monkeypatch.setattr(cpsat.Search, "run", run)
+    kube.create(m.node("n1", gpus=8))
+    kube.create_all(m.gang("g", 4))
+    kube.create_all(m.gang("never", 16))  # never fits: every cycle has work
+    controller = start_controller()
+    wait_for("g bound", lambda: kube.bound("default", "g-") == 4)
+
+    def ruled_out() -> bool:
+        result = controller.last_result
+        return result is not None and "in an earlier cycle" in result.stats.detail
+
+    wait_for("a search ruled out by an earlier cycle's", ruled_out)
+    assert controller.search_history.failed

@@ -1,0 +1,50 @@
+"""What earlier cycles' searches found, kept by the controller from one cycle to the next.
+
+A budgeted search that found no solution at all, for a model of V variables in W seconds, says
+that a model at least as large will not find one in a window no longer: CP-SAT's translation,
+presolve and first solution only grow with the model. At 10,000 nodes with topology (rackXL) no
+search the budget allows returns a solution (none in 4.3-5.7 s for 88,000-198,000 variables:
+docs/benchmarks.md section 5), yet each cycle spent its second core and the translation on one.
+The build's window rule (planning/clock.py) cannot tell: CP-SAT's time to a first solution
+grows faster than the build. The search's own history can, after one cycle.
+
+The failures kept are those no other kept one covers (fewest variables for the longest
+window). After PROBE_EVERY searches ruled out in a row the next one runs anyway, in case the
+cluster changed; a search that finds a solution forgets them all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+PROBE_EVERY = 10  # searches ruled out in a row before one runs anyway
+
+
+@dataclass
+class SearchHistory:
+    """Budgeted searches that found no solution: (model variables, seconds it had)."""
+
+    failed: list[tuple[int, float]] = field(default_factory=list)
+    ruled_out: int = 0  # in a row, since the last search that ran
+
+    def hopeless(self, variables: int, window: float) -> tuple[int, float] | None:
+        """The kept failure that rules out a search of ``variables`` in ``window`` seconds (a
+        smaller model that found nothing in a longer window), unless it is time for a probe."""
+        for v, w in self.failed:
+            if variables >= v and window <= w:
+                if self.ruled_out >= PROBE_EVERY:
+                    return None
+                self.ruled_out += 1
+                return v, w
+        return None
+
+    def record(self, variables: int, seconds: float, found: bool) -> None:
+        """A budgeted search that ran: ``seconds`` from its translation to its stop."""
+        self.ruled_out = 0
+        if found:
+            self.failed.clear()
+            return
+        if any(v <= variables and w >= seconds for v, w in self.failed):
+            return  # covered: it says nothing new
+        self.failed = [(v, w) for v, w in self.failed if not (v >= variables and w <= seconds)]
+        self.failed.append((variables, seconds))
