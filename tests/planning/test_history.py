@@ -34,6 +34,15 @@ def test_only_failures_no_other_covers_are_kept() -> None:
     assert h.failed == [(500, 6.0)]
 
 
+def test_a_failure_replaces_those_it_covers_on_one_side_alone() -> None:
+    h = SearchHistory()
+    h.record(1000, 2.0, found=False)
+    h.record(1000, 3.0, found=False)  # as many variables, a longer window
+    assert h.failed == [(1000, 3.0)]
+    h.record(500, 3.0, found=False)  # fewer variables, as long a window
+    assert h.failed == [(500, 3.0)]
+
+
 def test_after_probe_every_searches_ruled_out_the_next_runs() -> None:
     h = SearchHistory()
     h.record(1000, 3.0, found=False)
