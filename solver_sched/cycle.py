@@ -46,7 +46,7 @@ from solver_sched.planning.passes import Sent, arrivals, passes_beside, variant
 from solver_sched.solvers.budget import MARGIN, auto_budget, search_deadline
 from solver_sched.solvers.greedy import assignment_of, greedy_plan
 from solver_sched.solvers.lp import relaxation
-from solver_sched.solvers.result import SolveStats
+from solver_sched.solvers.result import SolveStats, SolveStatus
 from solver_sched.solvers.solving import BACKENDS, Solving, solution_assignment
 from solver_sched.solvers.topology_baselines import BASELINES, replay
 
@@ -133,7 +133,10 @@ class _Candidates:
         self.topology, self.backend, self.s = topology, backend, s
         self.timer, self.clock, self.limit = timer, clock, limit
         self.history = history
+        if history is not None:  # another solver or its settings: what it found says nothing
+            history.under((backend, s.workers, s.random_seed, s.linearization_level))
         self.unhinted: Solving | None = None  # the budgeted, unhinted search, once started
+        self.ruled_out = False  # the budgeted search ruled out by the history
         self.beside: Beside | None = None
         self.labels: tuple[str, ...] = ()  # the child's passes
         self.child_end = clock.start  # when its last pass ends
@@ -191,18 +194,22 @@ class _Candidates:
             at = time.perf_counter()
             left = clock.start + search_budget - at
             skip = None
+            open_for = clock.window(at, search_budget)
             if left < NO_SEARCH_BELOW * search_budget:
                 skip = f"no search: {max(0.0, left):.2f}s of the {search_budget:.2f}s budget left"
-            elif (open_for := clock.window(at, search_budget)) < (needed := clock.needed()):
+            elif open_for < (needed := clock.needed()):
                 skip = f"no search: a window of {max(0.0, open_for):.2f}s, {needed:.2f}s needed"
             elif hinted is None and self.history is not None:
                 variables = len(built.model.names)
-                ruled = self.history.hopeless(variables, open_for)
+                ruled = self.history.hopeless(variables, min(limit, open_for))
                 if ruled is not None:
                     skip = (
                         f"no search: {ruled[0]} variables found none in {ruled[1]:.2f}s in an "
                         f"earlier cycle; {variables} in {open_for:.2f}s now"
                     )
+                    self.ruled_out = True
+                    # where no hinted search follows either, the candidates may use the budget
+                    clock.no_search = not _hinted_follows(self.backend, built)
             if skip is None and self.beside is not None:  # the search takes the second core
                 self.receive()
                 self.beside.stop()
@@ -212,13 +219,27 @@ class _Candidates:
                 self.unhinted = solving
             return solving
 
-    def remember(self) -> None:
+    def remember(self, hinted: Solving | None) -> None:
         """The budgeted, unhinted search's outcome, for the next cycles' (planning/history.py):
-        its own, not the hinted one's beside it; stopped by now."""
-        if self.history is None or self.unhinted is None or self.unhinted.thread is None:
+        its own, not the hinted one's beside it, with the seconds it had (translation to stop).
+        Later cycles compare their window as estimated when the search would start, which runs
+        short of what a search gets where the check takes less than the build (rackXL: 3.6-5.4 s
+        estimated, 5.3-6.2 s had): a window up to that much longer is ruled out too. Not a
+        search stopped by the hinted one's proof, nor one that failed on a solver error:
+        neither says what its window allows."""
+        searched = self.unhinted
+        if self.history is None or searched is None or searched.thread is None:
             return  # no history kept, or no search ran
-        stats, values = self.unhinted.result()
-        self.history.record(len(self.built.model.names), stats.seconds, values is not None)
+        stats, values = searched.result()
+        variables = len(self.built.model.names)
+        if values is not None:
+            self.history.record(variables, stats.seconds, found=True)
+        elif (
+            searched.failure is None
+            and stats.status is SolveStatus.NO_SOLUTION  # not proved infeasible
+            and not (hinted is not None and hinted.proved())
+        ):
+            self.history.record(variables, stats.seconds, found=False)
 
     def another(
         self, label: str, end: float | None, shares: dict[str, float] | None = None
@@ -437,7 +458,11 @@ def _cycle(
         hint = first.values if first.values is not None else hint
         if solving is None:  # an explicit search, hinted with the best candidate; or none
             solving = made.search(hint)
-        elif first.values is not None and _hinted_beside(backend, solving, built):
+        elif (
+            first.values is not None
+            and (solving.search is not None or made.ruled_out)
+            and _hinted_follows(backend, built)
+        ):
             hinted = made.search(first.values)  # on the core the candidates no longer use
         with timer("check"):  # on this thread, while the solver searches
             verdict(snapshot, first, now, s)
@@ -453,7 +478,7 @@ def _cycle(
             after = timer.phases.get("plan", 0.0) + timer.phases.get("check", 0.0)
             deadline = search_deadline(start, search_budget, after)
         stats, values = _searched(built, solving, hinted, deadline)
-        made.remember()
+        made.remember(hinted)
     candidates = [first, *rest]
     packs_end = _packs_end(start, budget, explicit and backend != "greedy", limit, timer)
     # A solution equal to the best candidate's values (an explicit search's hint given back
@@ -560,15 +585,10 @@ def _model(
     return topology, problem, model, built, time.perf_counter() - build_start
 
 
-def _hinted_beside(backend: str, solving: Solving, built: Built) -> bool:
-    """Whether a hinted search joins the budgeted one under way (HINTED_BESIDE): CP-SAT, a
-    search that runs, a small model."""
-    return (
-        HINTED_BESIDE
-        and backend == "cpsat"
-        and solving.search is not None
-        and len(built.model.names) <= SMALL_MODEL
-    )
+def _hinted_follows(backend: str, built: Built) -> bool:
+    """Whether a hinted search joins the budgeted one under way, or runs in its place where an
+    earlier cycle's history ruled that one out (HINTED_BESIDE): CP-SAT, a small model."""
+    return HINTED_BESIDE and backend == "cpsat" and len(built.model.names) <= SMALL_MODEL
 
 
 def _searched(

@@ -367,44 +367,99 @@ def test_a_spent_budget_leaves_greedys_plan_without_a_search(
     assert "lp" not in result.phases  # no LP relaxation, no other greedy pass
 
 
-def _finds_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
-    """CP-SAT's search runs its whole window and finds no solution (rackXL's searches)."""
+def _finds_nothing(monkeypatch: pytest.MonkeyPatch, unhinted_only: bool = False) -> None:
+    """CP-SAT's search finds no solution until it is stopped or its limit passes (rackXL's
+    searches); ``unhinted_only``: a hinted search is CP-SAT's own."""
+    real_run = cpsat.Search.run
+    halts: dict[int, threading.Event] = {}
 
     def run(self: cpsat.Search) -> cpsat.Outcome:
-        time.sleep(self.parameters.max_time_in_seconds)
-        seconds = self.translation + self.parameters.max_time_in_seconds
+        if unhinted_only and len(self.cp.solution_hint.vars):
+            return real_run(self)
+        start = time.perf_counter()
+        halts.setdefault(id(self), threading.Event()).wait(self.parameters.max_time_in_seconds)
+        seconds = self.translation + time.perf_counter() - start
         return SolveStatus.NO_SOLUTION, None, None, None, seconds, "nothing"
 
+    def stop(self: cpsat.Search) -> None:
+        halts.setdefault(id(self), threading.Event()).set()
+
     monkeypatch.setattr(cpsat.Search, "run", run)
+    monkeypatch.setattr(cpsat.Search, "stop", stop)
 
 
 def test_a_search_an_earlier_cycle_says_finds_nothing_is_not_run(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The controller keeps a search history between cycles: a budgeted search that found no
-    solution is not run again for a model at least as large in a window no longer (nor is the
-    hinted one beside it); the candidates make the plan. Until a probe finds one: then every
-    failure is forgotten and the next cycle searches again."""
+    solution is not run again for a model at least as large in a window no longer; on a small
+    model the hinted one still runs in its place, and with the candidates it makes the plan.
+    After PROBE_EVERY cycles ruled out one searches anyway; it finds a solution, every failure
+    is forgotten and the next cycle searches again."""
     snap = snapshot_from_objects(synthetic_objects(16, 40, 20, 1, NOW))
+    longer = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 2.0}})
     cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 1.0}})
     history = SearchHistory()
     seen = _limits(monkeypatch)
     with monkeypatch.context() as m:
-        _finds_nothing(m)
-        first = cycle_module.run_cycle(snap, cfg, NOW, "cpsat", history=history)
+        _finds_nothing(m)  # in a window twice as long as the later cycles'
+        first = cycle_module.run_cycle(snap, longer, NOW, "cpsat", history=history)
         assert first.violations == [] and len(seen) == 2  # unhinted, and hinted beside it
         assert len(history.failed) == 1
-        seen.clear()
-        second = cycle_module.run_cycle(snap, cfg, NOW, "cpsat", history=history)
-    assert seen == []
-    assert "found none" in second.stats.detail and "earlier cycle" in second.stats.detail
-    assert second.violations == [] and second.chosen
-    history.ruled_out = PROBE_EVERY  # the probe's turn: the real search finds a solution
+        for _ in range(PROBE_EVERY):
+            seen.clear()
+            later = cycle_module.run_cycle(snap, cfg, NOW, "cpsat", history=history)
+            assert len(seen) == 1  # the hinted search alone
+            assert "earlier cycle" in later.stats.detail or "hinted" in later.stats.detail
+            assert later.violations == [] and later.chosen
+    seen.clear()
     probe = cycle_module.run_cycle(snap, cfg, NOW, "cpsat", history=history)
-    assert seen and probe.violations == [] and history.failed == []
+    assert len(seen) == 2 and probe.violations == [] and history.failed == []
     seen.clear()
     cycle_module.run_cycle(snap, cfg, NOW, "cpsat", history=history)
-    assert seen
+    assert len(seen) == 2
+
+
+def test_a_search_stopped_by_the_hinted_ones_proof_is_no_failure(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The unhinted search finds nothing, but the hinted one beside it proves the optimum and
+    stops both long before the deadline: what the unhinted one found in that time says nothing
+    of its window, so the history keeps no failure."""
+    snap = snapshot_from_objects(synthetic_objects(16, 40, 20, 1, NOW))
+    cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 60}})
+    history = SearchHistory()
+    _finds_nothing(monkeypatch, unhinted_only=True)
+    result = cycle_module.run_cycle(snap, cfg, NOW, "cpsat", history=history)
+    assert result.stats.status == SolveStatus.OPTIMAL and result.violations == []
+    assert history.failed == []
+
+
+def test_with_the_search_ruled_out_and_none_to_follow_the_candidates_may_use_the_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where the history rules the search out and no hinted one follows (a large model), no
+    search runs at all: value-greedy may then run past the candidates' share of the budget, as
+    where the window is too short for any search. With the search to come, it keeps to it."""
+    monkeypatch.setattr(cycle_module, "SMALL_MODEL", 0)  # every model large: no hinted search
+    monkeypatch.setattr(cycle_module, "BESIDE", False)  # value-greedy made on this process
+    given = variant_deadlines(monkeypatch)
+    snap = snapshot_from_objects(synthetic_objects(16, 40, 20, 1, NOW))
+    cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 4.0}})
+    s = cfg.settings
+    context = ("cpsat", s.workers, s.random_seed, s.linearization_level)
+    share = {}
+    for ruled in (False, True):
+        history = SearchHistory(failed=[(0, 1e9)] if ruled else [], context=context)
+        given.clear()
+        start = time.perf_counter()
+        result = cycle_module.run_cycle(snap, cfg, NOW, "cpsat", history=history)
+        assert result.violations == []
+        assert ("earlier cycle" in result.stats.detail) == ruled
+        deadline = given[VALUE_AWARE]
+        assert deadline is not None
+        share[ruled] = deadline > start + cycle_module.VARIANTS * 4.0
+    assert share == {False: False, True: True}
 
 
 def test_without_a_history_every_cycle_searches(monkeypatch: pytest.MonkeyPatch) -> None:

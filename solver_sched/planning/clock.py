@@ -59,6 +59,7 @@ class Clock:
     building: float
     share: float  # of the budget: greedy's other candidates end by then
     one_pass: float = 0.0  # greedy's first pass, once made
+    no_search: bool = False  # none follows after all: an earlier cycle's history ruled it out
 
     def window(self, at: float, bound: float) -> float:
         """The search's window if it were translated at ``at`` in a budget of ``bound``, as
@@ -71,7 +72,8 @@ class Clock:
     ) -> float | None:
         """When another greedy pass (about as long as the first) must end: in ``share`` (else
         the candidates' share) of the budget; without a budget, never. A pass after which no
-        search could run anyway (its window shorter than SEARCH_NEEDS builds) may use the budget
+        search could run anyway (its window shorter than SEARCH_NEEDS builds, or the search ruled
+        out by an earlier cycle's history: ``no_search``) may use the budget
         up to the check's estimate (the build, times ``rows`` where it does not count the rows
         yet), unless ``past_share`` is False (the LP relaxation, whose own window is its
         share)."""
@@ -82,7 +84,7 @@ class Clock:
             past_share
             and self.search_budget is not None
             and self.searching
-            and self.window(end, self.search_budget) < self.needed()
+            and (self.no_search or self.window(end, self.search_budget) < self.needed())
         ):
             return self.before_check(rows)
         return self.start + (self.share if share is None else share) * self.budget
@@ -103,9 +105,10 @@ class Clock:
         with its rows) and FIRST_TAIL builds before the budget's end, so that the rest of the
         pass and its check still end about with the budget. A net, not a share: MARGIN is not
         kept (the pass's plan is every cycle's floor, and where it is cut depends on the
-        machine's speed), so only a cycle that would overrun its budget is cut (XL on a slow
-        machine); elsewhere greedy's plan is what it was. Without a budget (the simulator,
-        best-known solves) never: the plan does not depend on the machine's speed there."""
+        machine's speed), so only a pass that would end that close to the budget's end or past
+        it is cut (XL on a slow machine, now and then on a quick one); elsewhere greedy's plan
+        is what it was. Without a budget (the simulator, best-known solves) never: the plan
+        does not depend on the machine's speed there."""
         if self.budget is None:
             return None
         return self.start + self.budget - (WITH_ROWS + FIRST_TAIL) * self.building

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from solver_sched.planning.history import PROBE_EVERY, SearchHistory
+from solver_sched.planning.history import KEPT, PROBE_EVERY, SearchHistory
 
 
 def test_a_failure_rules_out_a_model_as_large_in_a_window_no_longer() -> None:
@@ -50,3 +50,20 @@ def test_after_probe_every_searches_ruled_out_the_next_runs() -> None:
     assert h.hopeless(1000, 2.0) is None  # the probe: the cluster may have changed
     h.record(1000, 2.0, found=False)  # it found nothing either: ruled out again
     assert h.hopeless(1000, 2.0) == (1000, 3.0)
+
+
+def test_another_solver_or_its_settings_forget_every_failure() -> None:
+    h = SearchHistory()
+    h.under(("cpsat", 1))
+    h.record(1000, 3.0, found=False)
+    h.under(("cpsat", 1))
+    assert h.failed == [(1000, 3.0)]
+    h.under(("cpsat", 2))
+    assert h.failed == [] and h.hopeless(1000, 1.0) is None
+
+
+def test_at_most_kept_failures_the_oldest_dropped() -> None:
+    h = SearchHistory()
+    for i in range(KEPT + 4):  # each a larger model in a longer window: none covers another
+        h.record(1000 + i, 1.0 + i, found=False)
+    assert len(h.failed) == KEPT and h.failed[0] == (1004, 5.0)
