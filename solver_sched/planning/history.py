@@ -36,8 +36,7 @@ class SearchHistory:
     def under(self, context: Hashable) -> None:
         """The solver and settings of this cycle's search: failures of others are forgotten."""
         if context != self.context:
-            self.failed.clear()
-            self.ruled_out = 0
+            self.failed.clear()  # ruled_out counts again from the next search that runs
             self.context = context
 
     def hopeless(self, variables: int, window: float) -> tuple[int, float] | None:
