@@ -200,12 +200,12 @@ class _Candidates:
             elif open_for < (needed := clock.needed()):
                 skip = f"no search: a window of {max(0.0, open_for):.2f}s, {needed:.2f}s needed"
             elif hinted is None and self.history is not None:
-                variables = len(built.model.names)
-                ruled = self.history.hopeless(variables, min(limit, open_for))
+                variables, judged = len(built.model.names), min(limit, open_for)
+                ruled = self.history.hopeless(variables, judged)
                 if ruled is not None:
                     skip = (
                         f"no search: {ruled[0]} variables found none in {ruled[1]:.2f}s in an "
-                        f"earlier cycle; {variables} in {open_for:.2f}s now"
+                        f"earlier cycle; {variables} in {judged:.2f}s now"
                     )
                     self.ruled_out = True
                     # where no hinted search follows either, the candidates may use the budget
