@@ -48,6 +48,7 @@ from tests.support.builders import (
     workers_after,
 )
 from tests.support.processes import gone
+from tests.support.searches import finds_nothing
 
 BACKENDS = ["cpsat", "milp", "greedy"]
 
@@ -367,27 +368,6 @@ def test_a_spent_budget_leaves_greedys_plan_without_a_search(
     assert "lp" not in result.phases  # no LP relaxation, no other greedy pass
 
 
-def _finds_nothing(monkeypatch: pytest.MonkeyPatch, unhinted_only: bool = False) -> None:
-    """CP-SAT's search finds no solution until it is stopped or its limit passes (rackXL's
-    searches); ``unhinted_only``: a hinted search is CP-SAT's own."""
-    real_run = cpsat.Search.run
-    halts: dict[int, threading.Event] = {}
-
-    def run(self: cpsat.Search) -> cpsat.Outcome:
-        if unhinted_only and len(self.cp.solution_hint.vars):
-            return real_run(self)
-        start = time.perf_counter()
-        halts.setdefault(id(self), threading.Event()).wait(self.parameters.max_time_in_seconds)
-        seconds = self.translation + time.perf_counter() - start
-        return SolveStatus.NO_SOLUTION, None, None, None, seconds, "nothing"
-
-    def stop(self: cpsat.Search) -> None:
-        halts.setdefault(id(self), threading.Event()).set()
-
-    monkeypatch.setattr(cpsat.Search, "run", run)
-    monkeypatch.setattr(cpsat.Search, "stop", stop)
-
-
 def test_a_search_an_earlier_cycle_says_finds_nothing_is_not_run(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -402,7 +382,7 @@ def test_a_search_an_earlier_cycle_says_finds_nothing_is_not_run(
     history = SearchHistory()
     seen = _limits(monkeypatch)
     with monkeypatch.context() as m:
-        _finds_nothing(m)  # in a window twice as long as the later cycles'
+        finds_nothing(m)  # in a window twice as long as the later cycles'
         first = cycle_module.run_cycle(snap, longer, NOW, "cpsat", history=history)
         assert first.violations == [] and len(seen) == 2  # unhinted, and hinted beside it
         assert len(history.failed) == 1
@@ -429,7 +409,7 @@ def test_a_search_stopped_by_the_hinted_ones_proof_is_no_failure(
     snap = snapshot_from_objects(synthetic_objects(16, 40, 20, 1, NOW))
     cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 60}})
     history = SearchHistory()
-    _finds_nothing(monkeypatch, unhinted_only=True)
+    finds_nothing(monkeypatch, hinted_too=False)
     result = cycle_module.run_cycle(snap, cfg, NOW, "cpsat", history=history)
     assert result.stats.status == SolveStatus.OPTIMAL and result.violations == []
     assert history.failed == []
@@ -468,7 +448,7 @@ def test_without_a_history_every_cycle_searches(monkeypatch: pytest.MonkeyPatch)
     snap = snapshot_from_objects(synthetic_objects(16, 40, 20, 1, NOW))
     cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 1.0}})
     seen = _limits(monkeypatch)
-    _finds_nothing(monkeypatch)
+    finds_nothing(monkeypatch)
     for _ in range(2):
         seen.clear()
         cycle_module.run_cycle(snap, cfg, NOW, "cpsat")
@@ -791,22 +771,6 @@ def test_a_budgeted_search_starts_before_greedys_other_candidates_and_unhinted(
         assert others == [*candidates, "hinted search"]
 
 
-def _unhinted_finds_nothing(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
-    """The cycle's unhinted searches return no solution, as if stopped before their first;
-    hinted ones run. Records whether each search was hinted."""
-    hinted: list[bool] = []
-    real_run = cpsat.Search.run
-
-    def run(self: cpsat.Search) -> cpsat.Outcome:
-        hinted.append(len(self.cp.solution_hint.vars) > 0)
-        if not hinted[-1]:
-            return SolveStatus.NO_SOLUTION, None, None, None, 0.0, "stopped"
-        return real_run(self)
-
-    monkeypatch.setattr(cpsat.Search, "run", run)
-    return hinted
-
-
 @pytest.mark.parametrize("beside", [True, False])
 def test_a_small_models_search_has_a_hinted_one_beside_it_whose_plan_counts(
     monkeypatch: pytest.MonkeyPatch, beside: bool
@@ -815,7 +779,7 @@ def test_a_small_models_search_has_a_hinted_one_beside_it_whose_plan_counts(
     (_packing_loses_a_gang). The budgeted, unhinted search finds nothing in its window; the
     second search, hinted with the best candidate on the core the candidates left, finds the
     optimum, and its plan is emitted. Without it the cycle emits greedy's plan."""
-    hinted = _unhinted_finds_nothing(monkeypatch)
+    hinted = finds_nothing(monkeypatch, hinted_too=False, waits=False)
     monkeypatch.setattr(cycle_module, "HINTED_BESIDE", beside)
     snap = _packing_loses_a_gang()
     result = plan(snap, "cpsat")
@@ -835,7 +799,7 @@ def test_no_hinted_search_beside_a_model_past_the_small_ones(
 ) -> None:
     """Past SMALL_MODEL variables greedy's candidates fill the budget and a child may run their
     passes beside them: no core is left for a second search."""
-    hinted = _unhinted_finds_nothing(monkeypatch)
+    hinted = finds_nothing(monkeypatch, hinted_too=False, waits=False)
     monkeypatch.setattr(cycle_module, "SMALL_MODEL", 0)
     assert plan(_packing_loses_a_gang(), "cpsat").violations == []
     assert hinted == [False]

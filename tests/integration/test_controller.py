@@ -20,10 +20,9 @@ from solver_sched.kube.resources import CONFIG_MAPS
 from solver_sched.kube.store import ObjectStore
 from solver_sched.planning import clock
 from solver_sched.planning.beside import Beside
-from solver_sched.solvers import cpsat
-from solver_sched.solvers.result import SolveStatus
 from tests.integration.kube import Kube, priority_classes, wait_for
 from tests.support.processes import gone
+from tests.support.searches import finds_nothing
 
 pytestmark = pytest.mark.integration
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "default"}}
@@ -312,12 +311,7 @@ def test_the_controller_keeps_its_search_history_between_cycles(
     cycle: the controller keeps one history for all its cycles (planning/history.py), and the
     candidates still schedule what fits."""
 
-    def run(self: cpsat.Search) -> cpsat.Outcome:
-        limit = self.parameters.max_time_in_seconds
-        time.sleep(limit)
-        return SolveStatus.NO_SOLUTION, None, None, None, self.translation + limit, "nothing"
-
-    monkeypatch.setattr(cpsat.Search, "run", run)
+    finds_nothing(monkeypatch)
     kube.create(m.node("n1", gpus=8))
     kube.create_all(m.gang("g", 4))
     kube.create_all(m.gang("never", 16))  # never fits: every cycle has work

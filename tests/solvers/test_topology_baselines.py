@@ -398,19 +398,28 @@ def test_kueue_places_a_gang_without_a_request_best_fit_at_the_top_level() -> No
     assert _nodes_of(plan, "default/g") == ["a", "b"]
 
 
+def _kueue_one_then_another(
+    busy_on_b: int, first_gpus: int, pods: int, gpus: int, mode: str
+) -> object:
+    """Kueue's plan on the racks with ``busy_on_b`` GPUs of b in use by another scheduler: g1,
+    one pod of ``first_gpus`` (placed first: higher priority), then g2, ``pods`` pods of
+    ``gpus``, both asking a rack in ``mode``."""
+    ask = _kueue_ask(mode)
+    snap = snapshot(
+        _racks(),
+        other("sys", "b", busy_on_b),
+        m.gang("g1", 1, gpus=first_gpus, priority=10, annotations=ask),
+        m.gang("g2", pods, gpus=gpus, annotations=ask),
+    )
+    return kueue_best_fit(snap, TOPO)
+
+
 def test_kueue_recounts_the_nodes_a_placed_gang_used() -> None:
     """b has 2 GPUs in use. g1 (one 2-GPU pod) goes best-fit to r1 (room for 3 such pods, r2
     4), on b, which it fills; r1 then holds 2. g2 (three such pods, one rack required) fits r2
     only: c twice, d once. Counted as before g1, r1 (3) would look the best fit and g2 would be
     given up on b."""
-    rack = _kueue_ask("required")
-    snap = snapshot(
-        _racks(),
-        other("sys", "b", 2),
-        m.gang("g1", 1, gpus=2, priority=10, annotations=rack),
-        m.gang("g2", 3, gpus=2, annotations=rack),
-    )
-    plan = kueue_best_fit(snap, TOPO)
+    plan = _kueue_one_then_another(busy_on_b=2, first_gpus=2, pods=3, gpus=2, mode="required")
     assert _nodes_of(plan, "default/g1") == ["b"]
     assert _nodes_of(plan, "default/g2") == ["c", "c", "d"]
 
@@ -419,14 +428,7 @@ def test_kueue_counts_each_pod_shape_on_its_own() -> None:
     """b has 3 GPUs in use. g1 (one 4-GPU pod) goes best-fit to r1 (room for 1, r2 for 2): a.
     g2 (two 1-GPU pods) counts 1-GPU pods: r1 holds 1 (b), r2 8, so r2, and both on c (best-fit
     among equals: the first). With g1's 4-GPU counts, r2 would hold only 2 of them, one per node."""
-    pref = _kueue_ask("preferred")
-    snap = snapshot(
-        _racks(),
-        other("sys", "b", 3),
-        m.gang("g1", 1, gpus=4, priority=10, annotations=pref),
-        m.gang("g2", 2, gpus=1, annotations=pref),
-    )
-    plan = kueue_best_fit(snap, TOPO)
+    plan = _kueue_one_then_another(busy_on_b=3, first_gpus=4, pods=2, gpus=1, mode="preferred")
     assert _nodes_of(plan, "default/g1") == ["a"]
     assert _nodes_of(plan, "default/g2") == ["c", "c"]
 
