@@ -22,6 +22,20 @@ def gang_binds(name: str, count: int, n: str) -> tuple[BindPod, ...]:
     return tuple(bind(f"{name}-worker-{i}", n) for i in range(count))
 
 
+def _unequal() -> ClusterSnapshot:
+    """el runs 4 pods on a, worker 1 without a GPU: only pods with equal requests may go out of
+    order; t (6 GPUs) needs 2 of el's."""
+    return snapshot(
+        node("a", gpus=8),
+        pod_group("el", min_member=2, max_member=4),
+        *(
+            pod(f"el-worker-{i}", group="el", node_name="a", gpus=0 if i == 1 else 1)
+            for i in range(4)
+        ),
+        gang("t", 6),
+    )
+
+
 CASES: list[tuple[str, ClusterSnapshot, Plan, str]] = [
     (
         "partial gang",
@@ -33,7 +47,7 @@ CASES: list[tuple[str, ClusterSnapshot, Plan, str]] = [
         "over capacity",
         snapshot(node("a", gpus=4), other("x", "a", 2), gang("g", 4)),
         Plan(binds=gang_binds("g", 4, "a")),
-        "allocatable",
+        "node a: nvidia.com/gpu 6 requested > 4 allocatable",
     ),
     (
         "cordoned",
@@ -73,19 +87,11 @@ CASES: list[tuple[str, ClusterSnapshot, Plan, str]] = [
             gang("t", 6),
         ),
         Plan(evictions=(evict("el", "el-worker-0", "el-worker-1"),), binds=gang_binds("t", 6, "a")),
-        "evicts its first pod",
+        "evicts its first pod default/el-worker-0",
     ),
     (
         "unequal pods evicted out of order",
-        snapshot(  # worker 1 requests no GPU: only pods with equal requests may go out of order
-            node("a", gpus=8),
-            pod_group("el", min_member=2, max_member=4),
-            *(
-                pod(f"el-worker-{i}", group="el", node_name="a", gpus=0 if i == 1 else 1)
-                for i in range(4)
-            ),
-            gang("t", 6),
-        ),
+        _unequal(),
         Plan(evictions=(evict("el", "el-worker-1", "el-worker-2"),), binds=gang_binds("t", 6, "a")),
         "not its highest-index pods",
     ),
@@ -174,14 +180,6 @@ CASES: list[tuple[str, ClusterSnapshot, Plan, str]] = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("snap", "bad_plan", "want"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
-)
-def test_checker_rejects(snap: ClusterSnapshot, bad_plan: Plan, want: str) -> None:
-    violations = check(snap, bad_plan, NOW)
-    assert any(want in v for v in violations), violations
-
-
 def test_checker_accepts_a_good_plan() -> None:
     snap = snapshot(node("a", gpus=8), gang("g", 4))
     assert check(snap, Plan(binds=gang_binds("g", 4, "a")), NOW) == []
@@ -213,9 +211,10 @@ def test_cooldown_is_over_after_its_duration() -> None:
             last_scale_time="2026-01-01T11:58:00Z",
         ),
     )
-    later = NOW + timedelta(minutes=9)
     binds = tuple(bind(f"el-worker-{i}", "a") for i in range(2, 4))
-    assert check(snap, Plan(binds=binds), later) == []
+    assert check(snap, Plan(binds=binds), NOW + timedelta(minutes=9)) == []
+    assert check(snap, Plan(binds=binds), NOW + timedelta(minutes=8)) == []  # 11:58 + 10 min
+    assert check(snap, Plan(binds=binds), NOW + timedelta(minutes=7, seconds=59)) != []
 
 
 def test_reclaim_may_take_all_a_queue_without_a_min_uses_and_nothing_without_a_guarantee() -> None:
@@ -245,3 +244,359 @@ def test_reclaim_may_take_all_a_queue_without_a_min_uses_and_nothing_without_a_g
     )
     assert check(snap({"nvidia.com/gpu": "8"}), plan, NOW) == []
     assert check(snap({}), plan, NOW) != []
+
+
+# More rules, each alone (RULE_CASES), and the boundaries the checker must let through: written
+# from `make mutation MUTATE=solver_sched.planning.check` (7 Dec 2026); each fails with its rule,
+# or its boundary, changed.
+
+
+def _two_queues(qa: dict[str, object], qb: dict[str, object]) -> dict[str, object]:
+    """qa holds namespace default, qb team-b; each with the given min / max fields."""
+    return quota_tree(
+        {
+            "name": "root",
+            "children": [
+                {"name": "qa", "namespaces": ["default"], **qa},
+                {"name": "qb", "namespaces": ["team-b"], **qb},
+            ],
+        }
+    )
+
+
+def _gpus(n: int) -> dict[str, str]:
+    return {"nvidia.com/gpu": str(n)}
+
+
+def _bind_b(p: str, n: str) -> BindPod:
+    return BindPod(f"team-b/{p}", n, f"team-b/{p.rsplit('-worker', 1)[0]}")
+
+
+def _evict_b(job: str, *pods: str) -> EvictJob:
+    return EvictJob(f"team-b/{job}", tuple(f"team-b/{p}" for p in pods), "t")
+
+
+def _with_node_name_affinity(p: dict[str, object], node_name: str) -> dict[str, object]:
+    spec = p["spec"]
+    assert isinstance(spec, dict)
+    term = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node_name]}]}
+    spec["affinity"] = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}
+        }
+    }
+    return p
+
+
+def _completing() -> ClusterSnapshot:
+    """c: two workers running on a, a third succeeded (the gang completes)."""
+    return snapshot(
+        node("a", gpus=8),
+        pod_group("c", min_member=2),
+        *(pod(f"c-worker-{i}", group="c", node_name="a") for i in range(2)),
+        pod("c-worker-2", group="c", node_name="a", phase="Succeeded"),
+    )
+
+
+RULE_CASES: list[tuple[str, ClusterSnapshot, Plan, str]] = [
+    (
+        "bind to an unknown node",
+        snapshot(node("a", gpus=8), gang("g", 1)),
+        Plan(binds=(bind("g-worker-0", "nowhere"),)),
+        "bind default/g-worker-0 -> nowhere: unknown pod or node",
+    ),
+    (
+        "bind under another job's name",
+        snapshot(node("a", gpus=8), gang("g", 1), gang("h", 1)),
+        Plan(binds=(bind("g-worker-0", "a", job="default/h"),)),
+        "belongs to default/g, not default/h",
+    ),
+    (
+        "a GPU pod on a node without GPUs",
+        snapshot(node("c", gpus=0), gang("g", 1)),
+        Plan(binds=gang_binds("g", 1, "c")),
+        "node c: nvidia.com/gpu 1 requested > 0 allocatable",
+    ),
+    (
+        "node-name affinity",
+        snapshot(
+            node("a", gpus=8),
+            node("b", gpus=8),
+            pod_group("g"),
+            _with_node_name_affinity(pod("g-worker-0", group="g"), "b"),
+        ),
+        Plan(binds=gang_binds("g", 1, "a")),
+        "required node affinity",
+    ),
+    (
+        "evicts a pending pod",
+        snapshot(node("a", gpus=8), gang("g", 2)),
+        Plan(evictions=(evict("g", "g-worker-0"),)),
+        "evict default/g-worker-0: not a running pod",
+    ),
+    (
+        "evicts an unknown pod",
+        snapshot(node("a", gpus=8), gang("g", 1, running_on=["a"])),
+        Plan(evictions=(evict("g", "nope"),)),
+        "evict default/nope: not a running pod",
+    ),
+    (
+        "evicts another job's pod",
+        snapshot(node("a", gpus=8), gang("g", 1, running_on=["a"]), gang("h", 1, running_on=["a"])),
+        Plan(evictions=(evict("h", "g-worker-0"),)),
+        "belongs to default/g, not default/h",
+    ),
+    (
+        "evicts a pod twice",
+        snapshot(node("a", gpus=8), gang("g", 1, running_on=["a"])),
+        Plan(evictions=(evict("g", "g-worker-0"), evict("g", "g-worker-0"))),
+        "evicted twice",
+    ),
+    (
+        "scales in to one pod with nothing started",
+        snapshot(
+            node("a", gpus=8), gang("el", 4, min_member=1, max_member=4, running_on=["a"] * 4)
+        ),
+        Plan(evictions=(evict("el", "el-worker-1", "el-worker-2", "el-worker-3"),)),
+        "scaled in 4 -> 1 with no guaranteed gang starting",
+    ),
+    (
+        "a running job that only grows starts no gang",
+        snapshot(
+            node("a", gpus=8),
+            gang("el", 4, min_member=2, max_member=4, running_on=["a"] * 2),
+            gang("el2", 2, min_member=1, max_member=2, running_on=["a"] * 2),
+        ),
+        Plan(
+            binds=(bind("el-worker-2", "a"), bind("el-worker-3", "a")),
+            evictions=(evict("el2", "el2-worker-1"),),
+        ),
+        "scaled in 2 -> 1 with no guaranteed gang starting",
+    ),
+    (
+        "a gang spread over two clusters",
+        snapshot(
+            node("a", gpus=8, labels={"solver-sched.io/cluster": "c1"}),
+            node("b", gpus=8, labels={"solver-sched.io/cluster": "c2"}),
+            gang("g", 2),
+        ),
+        Plan(binds=(bind("g-worker-0", "a"), bind("g-worker-1", "b"))),
+        "job default/g: spans clusters ['c1', 'c2']",
+    ),
+    (
+        "a job in an invalid queue is changed",
+        snapshot(
+            node("a", gpus=8),
+            quota_tree(
+                {"name": "root", "namespaces": ["default"], "min": _gpus(8), "max": _gpus(4)}
+            ),
+            gang("g", 1),
+        ),
+        Plan(binds=gang_binds("g", 1, "a")),
+        "job default/g: invalid, completing or in an invalid queue, yet changed",
+    ),
+    (
+        "a completing gang is evicted",
+        _completing(),
+        Plan(evictions=(evict("c", "c-worker-0", "c-worker-1"),)),
+        "job default/c: invalid, completing or in an invalid queue, yet changed",
+    ),
+    (
+        "a queue of max 0 gets a pod",
+        snapshot(node("a", gpus=8), _two_queues({"max": _gpus(0)}, {}), gang("g", 1)),
+        Plan(binds=gang_binds("g", 1, "a")),
+        "queue qa: nvidia.com/gpu 1 in use > max 0",
+    ),
+    (
+        "reclaim takes a queue's last GPU under its min",
+        snapshot(  # qa (min 1) borrows one of its two GPUs; qb (min 2) reclaims both
+            node("a", gpus=2),
+            _two_queues({"min": _gpus(1)}, {"min": _gpus(2)}),
+            gang("a1", 1, running_on=["a"]),
+            gang("a2", 1, running_on=["a"]),
+            gang("bg", 2, namespace="team-b"),
+        ),
+        Plan(
+            evictions=(evict("a1", "a1-worker-0"), evict("a2", "a2-worker-0")),
+            binds=(_bind_b("bg-worker-0", "a"), _bind_b("bg-worker-1", "a")),
+        ),
+        "queue qa: nvidia.com/gpu 0 in use < 1",
+    ),
+    (
+        "reclaim from a queue at exactly its min",
+        snapshot(  # qa uses its min of 8, so it borrows nothing qb may reclaim
+            node("a", gpus=8),
+            _two_queues({"min": _gpus(8)}, {"min": _gpus(8)}),
+            gang("a1", 8, running_on=["a"] * 8, priority=100),
+            gang("b1", 8, namespace="team-b"),
+        ),
+        Plan(
+            evictions=(evict("a1", *[f"a1-worker-{i}" for i in range(8)]),),
+            binds=tuple(_bind_b(f"b1-worker-{i}", "a") for i in range(8)),
+        ),
+        "gang broken",
+    ),
+    (
+        "reclaim of a CPU-only gang where only GPUs are guaranteed",
+        snapshot(  # qb has no min, but uses no GPU: it borrows nothing guaranteed
+            node("a", gpus=8, cpu="64"),
+            _two_queues({"min": _gpus(8)}, {}),
+            gang("c", 1, gpus=0, cpu="64", namespace="team-b", running_on=["a"], priority=100),
+            gang("a1", 1, gpus=1, cpu="64"),
+        ),
+        Plan(evictions=(_evict_b("c", "c-worker-0"),), binds=gang_binds("a1", 1, "a")),
+        "gang broken",
+    ),
+    (
+        "a queue at exactly its min does not reclaim",
+        snapshot(  # qb uses its min of 4: a second gang of it may not break qa's borrowed one
+            node("a", gpus=8),
+            _two_queues({}, {"min": _gpus(4)}),
+            gang("a1", 4, running_on=["a"] * 4),
+            gang("b1", 4, namespace="team-b", running_on=["a"] * 4),
+            gang("b2", 4, namespace="team-b"),
+        ),
+        Plan(
+            evictions=(evict("a1", *[f"a1-worker-{i}" for i in range(4)]),),
+            binds=tuple(_bind_b(f"b2-worker-{i}", "a") for i in range(4)),
+        ),
+        "gang broken",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("snap", "bad_plan", "want"),
+    [c[1:] for c in (*CASES, *RULE_CASES)],
+    ids=[c[0] for c in (*CASES, *RULE_CASES)],
+)
+def test_checker_rejects(snap: ClusterSnapshot, bad_plan: Plan, want: str) -> None:
+    violations = check(snap, bad_plan, NOW)
+    assert any(want in v for v in violations), violations
+
+
+def test_an_unknown_bind_does_not_stop_the_binds_after_it_being_checked() -> None:
+    snap = snapshot(
+        node("a", gpus=8), node("off", gpus=8, unschedulable=True), gang("g", 1), gang("h", 1)
+    )
+    plan = Plan(binds=(bind("g-worker-0", "nowhere"), bind("h-worker-0", "off")))
+    violations = check(snap, plan, NOW)
+    assert any("unknown pod or node" in v for v in violations), violations
+    assert any("cordoned" in v for v in violations), violations
+
+
+def test_a_job_in_an_invalid_queue_does_not_stop_the_jobs_after_it_being_checked() -> None:
+    snap = snapshot(
+        node("a", gpus=8),
+        _two_queues({"min": _gpus(8), "max": _gpus(4)}, {}),
+        gang("g", 1),
+        gang("z", 4, namespace="team-b"),
+    )
+    plan = Plan(binds=(bind("g-worker-0", "a"), *(_bind_b(f"z-worker-{i}", "a") for i in range(3))))
+    violations = check(snap, plan, NOW)
+    assert any("job default/g: invalid" in v for v in violations), violations
+    assert any("job team-b/z: ends with 3 pods" in v for v in violations), violations
+
+
+def test_a_broken_gang_with_nothing_started_is_one_violation() -> None:
+    snap = snapshot(node("a", gpus=4), gang("low", 4, running_on=["a"] * 4))
+    violations = check(
+        snap, Plan(evictions=(evict("low", *[f"low-worker-{i}" for i in range(4)]),)), NOW
+    )
+    assert len(violations) == 1 and "gang broken" in violations[0], violations
+
+
+def test_unequal_pods_may_go_from_the_highest_index_down() -> None:
+    plan = Plan(
+        evictions=(evict("el", "el-worker-2", "el-worker-3"),), binds=gang_binds("t", 6, "a")
+    )
+    assert check(_unequal(), plan, NOW) == []
+
+
+def test_preemption_by_priority_is_on_by_default() -> None:
+    """Within one queue at exactly its min, a higher-priority gang may break a lower one: the
+    min rule does not hold a queue that borrows nothing at its usage."""
+    snap = snapshot(
+        node("a", gpus=4),
+        _two_queues({"min": _gpus(4)}, {}),
+        gang("low", 4, running_on=["a"] * 4, priority=0),
+        gang("hi", 2, priority=100),
+    )
+    plan = Plan(
+        evictions=(evict("low", *[f"low-worker-{i}" for i in range(4)]),),
+        binds=gang_binds("hi", 2, "a"),
+    )
+    assert check(snap, plan, NOW) == []
+    assert check(snap, plan, NOW, priority_preemption=False) != []
+
+
+def test_a_queue_s_floor_leaves_out_what_its_partial_gangs_hold() -> None:
+    """qa (min 4) uses 5 GPUs, 2 of them a partial gang that must go anyway: its floor is 3."""
+    snap = snapshot(
+        node("a", gpus=8),
+        _two_queues({"min": _gpus(4)}, {}),
+        gang("ok", 3, running_on=["a"] * 3),
+        gang("part", 4, running_on=["a"] * 2),
+    )
+    plan = Plan(evictions=(evict("part", "part-worker-0", "part-worker-1"),))
+    assert check(snap, plan, NOW) == []
+
+
+def test_a_queue_without_a_min_that_uses_one_gpu_borrows_it() -> None:
+    snap = snapshot(
+        node("a", gpus=1),
+        _two_queues({"min": _gpus(1)}, {}),
+        gang("b1", 1, namespace="team-b", running_on=["a"], priority=100),
+        gang("a1", 1),
+    )
+    plan = Plan(evictions=(_evict_b("b1", "b1-worker-0"),), binds=gang_binds("a1", 1, "a"))
+    assert check(snap, plan, NOW) == []
+
+
+def test_a_finished_pod_holds_no_capacity() -> None:
+    snap = snapshot(
+        node("a", gpus=8),
+        pod("done", gpus=8, node_name="a", phase="Succeeded", scheduler="default-scheduler"),
+        gang("g", 8),
+    )
+    assert check(snap, Plan(binds=gang_binds("g", 8, "a")), NOW) == []
+
+
+def test_an_empty_queue_with_max_0_is_not_over_it() -> None:
+    snap = snapshot(node("a", gpus=8), _two_queues({}, {"max": _gpus(0)}), gang("g", 1))
+    assert check(snap, Plan(binds=gang_binds("g", 1, "a")), NOW) == []
+
+
+def test_node_name_affinity_lets_the_pod_onto_the_node_it_names() -> None:
+    snap = snapshot(
+        node("a", gpus=8),
+        node("b", gpus=8),
+        pod_group("g"),
+        _with_node_name_affinity(pod("g-worker-0", group="g"), "b"),
+    )
+    assert check(snap, Plan(binds=gang_binds("g", 1, "b")), NOW) == []
+
+
+def test_a_queue_below_its_min_does_not_reclaim_from_itself() -> None:
+    """qa borrows GPUs (6 of min 4) while below its CPU min (24 of 100): a gang of it starting
+    may reclaim from other borrowing queues, not break its own gang of equal priority."""
+    snap = snapshot(
+        node("a", gpus=6),
+        _two_queues({"min": {"nvidia.com/gpu": "4", "cpu": "100"}}, {}),
+        gang("keep", 4, running_on=["a"] * 4),
+        gang("old", 2, running_on=["a"] * 2),
+        gang("new", 2),
+    )
+    plan = Plan(
+        evictions=(evict("old", "old-worker-0", "old-worker-1"),), binds=gang_binds("new", 2, "a")
+    )
+    violations = check(snap, plan, NOW)
+    assert any("job default/old: gang broken" in v for v in violations), violations
+
+
+def test_the_first_of_two_pods_evicted_is_named() -> None:
+    snap = snapshot(
+        node("a", gpus=8), gang("el", 2, min_member=1, max_member=2, running_on=["a"] * 2)
+    )
+    violations = check(snap, Plan(evictions=(evict("el", "el-worker-0"),)), NOW)
+    assert any("evicts its first pod default/el-worker-0" in v for v in violations), violations

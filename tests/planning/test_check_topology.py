@@ -94,3 +94,32 @@ def test_the_snapshot_s_only_kueue_topology_is_the_default() -> None:
         m.gang("g", 2, gpus=4, annotations=REQUIRED),
     )
     assert any("requires one" in v for v in check(snap, Plan(binds=_binds("g", "n1", "n4")), NOW))
+
+
+def test_the_violation_names_each_domain_the_gang_is_in() -> None:
+    snap = snapshot(_nodes(), m.gang("g", 2, gpus=4, annotations=REQUIRED))
+    bad = check(snap, Plan(binds=_binds("g", "n1", "n3")), NOW, topology=TOPO)
+    assert any("its pods are in ['a/r1', 'a/r2']" in v for v in bad), bad
+
+
+def test_a_pod_left_pending_does_not_hide_the_split_of_the_others() -> None:
+    """An elastic gang of 3 (sizes 2-3) that requires a rack runs at 2: its first pod stays
+    pending, the two bound go to two racks."""
+    snap = snapshot(
+        _nodes(), m.gang("e", 3, gpus=4, min_member=2, max_member=3, annotations=REQUIRED)
+    )
+    binds = (
+        BindPod("default/e-worker-1", "n1", "default/e"),
+        BindPod("default/e-worker-2", "n3", "default/e"),
+    )
+    bad = check(snap, Plan(binds=binds), NOW, topology=TOPO)
+    assert any("requires one" in v for v in bad), bad
+
+
+def test_a_volcano_tier_is_read_against_the_cycle_s_levels() -> None:
+    """highestTierAllowed 1 is the narrowest level that groups nodes: the rack."""
+    hard = {"networkTopology": {"mode": "hard", "highestTierAllowed": 1}}
+    snap = snapshot(_nodes(), m.gang("g", 2, gpus=4, api="scheduling.volcano.sh", group_spec=hard))
+    bad = check(snap, Plan(binds=_binds("g", "n1", "n3")), NOW, topology=TOPO)
+    assert any("requires one example.com/rack domain" in v for v in bad), bad
+    assert check(snap, Plan(binds=_binds("g", "n1", "n2")), NOW, topology=TOPO) == []
