@@ -60,7 +60,8 @@ class Assumed:
     def forget_bind(self, pod: str, uid: str) -> None:
         """The bind failed or was abandoned: plan the pod again."""
         with self._lock:
-            if self.binds.get(pod, ("",))[0] == uid:
+            held = self.binds.get(pod)
+            if held is not None and held[0] == uid:
                 del self.binds[pod]
 
     def evicted(self, pod: str, uid: str) -> None:
@@ -73,7 +74,8 @@ class Assumed:
 
     def forget_stamp(self, source: str, stamp: str) -> None:
         with self._lock:
-            if self.stamps.get(source, ("",))[0] == stamp:
+            held = self.stamps.get(source)
+            if held is not None and held[0] == stamp:
                 del self.stamps[source]
 
     def reconcile(self, live: Live, stamps_seen: dict[str, str] | None = None) -> None:
