@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from solver_sched.fleet.failover import trouble
+from solver_sched.fleet.failover import copy_pods, trouble
 from solver_sched.io.fleet_hub import (
     ANN_CLUSTER,
+    ANN_FAILOVER,
     ANN_GENERATION,
     ANN_NODES,
     LABEL_GENERATION,
@@ -123,3 +124,39 @@ def test_every_new_placement_and_requeue_ends_the_timer() -> None:
     assert direct[ANN_TROUBLE] is None and direct[ANN_FAILOVER_SINCE] is None
     graceful = requeue_changes(job, "m1", "graceful:m1/t-eeeeeeee-g2", now)
     assert graceful[ANN_FAILOVER_SINCE] == "2026-01-01T12:05:00Z"
+
+
+def test_a_running_or_finished_copy_is_fine_whatever_its_pods_show() -> None:
+    """A running copy whose pod is being replaced, or a finished one whose pods are gone."""
+    assert setup(cond("Running"), bound=1)[0] is None
+    assert setup(cond("Succeeded"), bound=0)[0] is None
+
+
+def test_a_created_copy_with_every_pod_bound_is_no_trouble() -> None:
+    assert setup(cond("Created"), bound=2)[0] is None
+
+
+def test_a_copy_whose_member_listed_nothing_has_no_pod_bound() -> None:
+    _, fleet = setup(cond("Created"), bound=2)
+    why = trouble(fleet.jobs["default/j"], fleet, {})
+    assert why is not None and "0/2 pods bound" in why
+
+
+def test_a_job_being_withdrawn_is_no_trouble() -> None:
+    job, fleet = _placed_job(**{ANN_FAILOVER: "withdrawing"})
+    assert job.placement is not None and job.placement.withdrawing
+    assert trouble(job, fleet, {}) is None
+
+
+def test_only_live_pods_of_the_copy_count() -> None:
+    label: dict[str, Any] = {"training.kubeflow.org/job-name": "c"}
+    live = pod("c-worker-0", "a", **label)
+    deleting = pod("c-worker-1", "a", **label)
+    deleting["metadata"]["deletionTimestamp"] = "2026-01-01T12:00:00Z"
+    done = [pod(f"c-worker-{i}", "a", **label) for i in (2, 3)]
+    done[0]["status"] = {"phase": "Succeeded"}
+    done[1]["status"] = {"phase": "Failed"}
+    other_label: dict[str, Any] = {"training.kubeflow.org/job-name": "d"}
+    other = pod("d-worker-0", "a", **other_label)
+    not_a_pod = {"kind": "Service", "metadata": {"name": "c", "labels": label}}
+    assert copy_pods([live, deleting, *done, other, not_a_pod], "c") == [live]
