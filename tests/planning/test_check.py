@@ -7,7 +7,17 @@ import pytest
 from solver_sched.domain.plan import BindPod, EvictJob, Plan
 from solver_sched.domain.snapshot import ClusterSnapshot
 from solver_sched.planning.check import check
-from tests.support.builders import NOW, gang, node, other, pod, pod_group, quota_tree, snapshot
+from tests.support.builders import (
+    NOW,
+    gang,
+    leaf_queues,
+    node,
+    other,
+    pod,
+    pod_group,
+    quota_tree,
+    snapshot,
+)
 
 
 def bind(p: str, n: str, job: str | None = None) -> BindPod:
@@ -251,21 +261,9 @@ def test_reclaim_may_take_all_a_queue_without_a_min_uses_and_nothing_without_a_g
 # or its boundary, changed.
 
 
-def _two_queues(qa: dict[str, object], qb: dict[str, object]) -> dict[str, object]:
-    """qa holds namespace default, qb team-b; each with the given min / max fields."""
-    return quota_tree(
-        {
-            "name": "root",
-            "children": [
-                {"name": "qa", "namespaces": ["default"], **qa},
-                {"name": "qb", "namespaces": ["team-b"], **qb},
-            ],
-        }
-    )
-
-
-def _gpus(n: int) -> dict[str, str]:
-    return {"nvidia.com/gpu": str(n)}
+def _two_queues(qa: dict[str, int], qb: dict[str, int]) -> dict[str, object]:
+    """qa holds namespace default, qb team-b; each with the given GPU min / max."""
+    return leaf_queues(("qa", "default"), ("qb", "team-b"), gpus={"qa": qa, "qb": qb})
 
 
 def _bind_b(p: str, n: str) -> BindPod:
@@ -388,7 +386,12 @@ RULE_CASES: list[tuple[str, ClusterSnapshot, Plan, str]] = [
         snapshot(
             node("a", gpus=8),
             quota_tree(
-                {"name": "root", "namespaces": ["default"], "min": _gpus(8), "max": _gpus(4)}
+                {
+                    "name": "root",
+                    "namespaces": ["default"],
+                    "min": {"nvidia.com/gpu": "8"},
+                    "max": {"nvidia.com/gpu": "4"},
+                }
             ),
             gang("g", 1),
         ),
@@ -403,7 +406,7 @@ RULE_CASES: list[tuple[str, ClusterSnapshot, Plan, str]] = [
     ),
     (
         "a queue of max 0 gets a pod",
-        snapshot(node("a", gpus=8), _two_queues({"max": _gpus(0)}, {}), gang("g", 1)),
+        snapshot(node("a", gpus=8), _two_queues({"max": 0}, {}), gang("g", 1)),
         Plan(binds=gang_binds("g", 1, "a")),
         "queue qa: nvidia.com/gpu 1 in use > max 0",
     ),
@@ -411,7 +414,7 @@ RULE_CASES: list[tuple[str, ClusterSnapshot, Plan, str]] = [
         "reclaim takes a queue's last GPU under its min",
         snapshot(  # qa (min 1) borrows one of its two GPUs; qb (min 2) reclaims both
             node("a", gpus=2),
-            _two_queues({"min": _gpus(1)}, {"min": _gpus(2)}),
+            _two_queues({"min": 1}, {"min": 2}),
             gang("a1", 1, running_on=["a"]),
             gang("a2", 1, running_on=["a"]),
             gang("bg", 2, namespace="team-b"),
@@ -426,7 +429,7 @@ RULE_CASES: list[tuple[str, ClusterSnapshot, Plan, str]] = [
         "reclaim from a queue at exactly its min",
         snapshot(  # qa uses its min of 8, so it borrows nothing qb may reclaim
             node("a", gpus=8),
-            _two_queues({"min": _gpus(8)}, {"min": _gpus(8)}),
+            _two_queues({"min": 8}, {"min": 8}),
             gang("a1", 8, running_on=["a"] * 8, priority=100),
             gang("b1", 8, namespace="team-b"),
         ),
@@ -440,7 +443,7 @@ RULE_CASES: list[tuple[str, ClusterSnapshot, Plan, str]] = [
         "reclaim of a CPU-only gang where only GPUs are guaranteed",
         snapshot(  # qb has no min, but uses no GPU: it borrows nothing guaranteed
             node("a", gpus=8, cpu="64"),
-            _two_queues({"min": _gpus(8)}, {}),
+            _two_queues({"min": 8}, {}),
             gang("c", 1, gpus=0, cpu="64", namespace="team-b", running_on=["a"], priority=100),
             gang("a1", 1, gpus=1, cpu="64"),
         ),
@@ -451,7 +454,7 @@ RULE_CASES: list[tuple[str, ClusterSnapshot, Plan, str]] = [
         "a queue at exactly its min does not reclaim",
         snapshot(  # qb uses its min of 4: a second gang of it may not break qa's borrowed one
             node("a", gpus=8),
-            _two_queues({}, {"min": _gpus(4)}),
+            _two_queues({}, {"min": 4}),
             gang("a1", 4, running_on=["a"] * 4),
             gang("b1", 4, namespace="team-b", running_on=["a"] * 4),
             gang("b2", 4, namespace="team-b"),
@@ -488,7 +491,7 @@ def test_an_unknown_bind_does_not_stop_the_binds_after_it_being_checked() -> Non
 def test_a_job_in_an_invalid_queue_does_not_stop_the_jobs_after_it_being_checked() -> None:
     snap = snapshot(
         node("a", gpus=8),
-        _two_queues({"min": _gpus(8), "max": _gpus(4)}, {}),
+        _two_queues({"min": 8, "max": 4}, {}),
         gang("g", 1),
         gang("z", 4, namespace="team-b"),
     )
@@ -518,7 +521,7 @@ def test_preemption_by_priority_is_on_by_default() -> None:
     min rule does not hold a queue that borrows nothing at its usage."""
     snap = snapshot(
         node("a", gpus=4),
-        _two_queues({"min": _gpus(4)}, {}),
+        _two_queues({"min": 4}, {}),
         gang("low", 4, running_on=["a"] * 4, priority=0),
         gang("hi", 2, priority=100),
     )
@@ -534,7 +537,7 @@ def test_a_queue_s_floor_leaves_out_what_its_partial_gangs_hold() -> None:
     """qa (min 4) uses 5 GPUs, 2 of them a partial gang that must go anyway: its floor is 3."""
     snap = snapshot(
         node("a", gpus=8),
-        _two_queues({"min": _gpus(4)}, {}),
+        _two_queues({"min": 4}, {}),
         gang("ok", 3, running_on=["a"] * 3),
         gang("part", 4, running_on=["a"] * 2),
     )
@@ -545,7 +548,7 @@ def test_a_queue_s_floor_leaves_out_what_its_partial_gangs_hold() -> None:
 def test_a_queue_without_a_min_that_uses_one_gpu_borrows_it() -> None:
     snap = snapshot(
         node("a", gpus=1),
-        _two_queues({"min": _gpus(1)}, {}),
+        _two_queues({"min": 1}, {}),
         gang("b1", 1, namespace="team-b", running_on=["a"], priority=100),
         gang("a1", 1),
     )
@@ -563,7 +566,7 @@ def test_a_finished_pod_holds_no_capacity() -> None:
 
 
 def test_an_empty_queue_with_max_0_is_not_over_it() -> None:
-    snap = snapshot(node("a", gpus=8), _two_queues({}, {"max": _gpus(0)}), gang("g", 1))
+    snap = snapshot(node("a", gpus=8), _two_queues({}, {"max": 0}), gang("g", 1))
     assert check(snap, Plan(binds=gang_binds("g", 1, "a")), NOW) == []
 
 
@@ -582,7 +585,18 @@ def test_a_queue_below_its_min_does_not_reclaim_from_itself() -> None:
     may reclaim from other borrowing queues, not break its own gang of equal priority."""
     snap = snapshot(
         node("a", gpus=6),
-        _two_queues({"min": {"nvidia.com/gpu": "4", "cpu": "100"}}, {}),
+        quota_tree(
+            {
+                "name": "root",
+                "children": [
+                    {
+                        "name": "qa",
+                        "namespaces": ["default"],
+                        "min": {"nvidia.com/gpu": "4", "cpu": "100"},
+                    }
+                ],
+            }
+        ),
         gang("keep", 4, running_on=["a"] * 4),
         gang("old", 2, running_on=["a"] * 2),
         gang("new", 2),
