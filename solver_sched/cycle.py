@@ -133,8 +133,6 @@ class _Candidates:
         self.topology, self.backend, self.s = topology, backend, s
         self.timer, self.clock, self.limit = timer, clock, limit
         self.history = history
-        if history is not None:  # another solver or its settings: what it found says nothing
-            history.under((backend, s.workers, s.random_seed, s.linearization_level))
         self.unhinted: Solving | None = None  # the budgeted, unhinted search, once started
         self.ruled_out = False  # the budgeted search ruled out by the history
         self.beside: Beside | None = None
@@ -417,6 +415,8 @@ def _cycle(
         topology, problem, model, built, building = _model(snapshot, config, now)
     share = VARIANTS if len(built.model.names) > SMALL_MODEL else VARIANTS_SMALL
     clock = Clock(start, budget, search_budget, backend != "greedy", timer, building, share)
+    if history is not None:  # another solver or its settings: what it found says nothing
+        history.under(search_context(backend, s))
     made = _Candidates(
         snapshot, problem, model, built, topology, backend, s, timer, clock, limit, history
     )
@@ -583,6 +583,12 @@ def _model(
     build_start = time.perf_counter()
     built = build(model)
     return topology, problem, model, built, time.perf_counter() - build_start
+
+
+def search_context(backend: str, s: Settings) -> tuple[object, ...]:
+    """What a search's outcome depends on beside the model: the solver and its settings (a
+    search history's failures hold under these only)."""
+    return (backend, s.workers, s.random_seed, s.linearization_level)
 
 
 def _hinted_follows(backend: str, built: Built) -> bool:

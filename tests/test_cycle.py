@@ -426,8 +426,7 @@ def test_with_the_search_ruled_out_and_none_to_follow_the_candidates_may_use_the
     given = variant_deadlines(monkeypatch)
     snap = snapshot_from_objects(synthetic_objects(16, 40, 20, 1, NOW))
     cfg = SchedulerConfig.model_validate({"settings": {"cycleSeconds": 4.0}})
-    s = cfg.settings
-    context = ("cpsat", s.workers, s.random_seed, s.linearization_level)
+    context = cycle_module.search_context("cpsat", cfg.settings)
     share = {}
     for ruled in (False, True):
         history = SearchHistory(failed=[(0, 1e9)] if ruled else [], context=context)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from solver_sched.fleet.dispatch import (
     HubView,
     copy_body,
@@ -18,6 +20,7 @@ from solver_sched.io.fleet_hub import (
     ANN_NODES,
     LABEL_GENERATION,
     LABEL_UID,
+    HubJob,
 )
 from solver_sched.io.fleet_snapshot import build_fleet, copy_name
 from tests.fleet.objects import policy, pytorchjob
@@ -26,7 +29,12 @@ from tests.fleet.objects import policy, pytorchjob
 def hub_job(**kw: object):
     job = pytorchjob("train", uid="0123456789abcdef0123456789abcdef", **kw)  # type: ignore[arg-type]
     job["spec"]["runPolicy"] = {"suspend": True, "cleanPodPolicy": "None"}
-    return job, build_fleet([policy(), job], []).jobs["default/train"]
+    return job, as_hub(job)
+
+
+def as_hub(raw: dict[str, Any]) -> HubJob:
+    """The fleet's reading of this raw job (edited after hub_job made it)."""
+    return build_fleet([policy(), raw], []).jobs["default/train"]
 
 
 def test_copy_name_is_deterministic_and_short() -> None:
@@ -69,7 +77,7 @@ def test_the_fleet_cycle_has_its_own_budget_unless_the_config_sets_one() -> None
 def test_copy_body_is_a_pytorchjob_at_its_placed_size_without_the_fleet_s_labels() -> None:
     raw, _ = hub_job()
     raw["metadata"]["labels"] = {"team": "vision", "solver-sched.io/queue": "q1"}
-    job = build_fleet([policy(), raw], []).jobs["default/train"]
+    job = as_hub(raw)
     body = copy_body(job, 1, [("Worker", 8)])
     assert (body["apiVersion"], body["kind"]) == ("kubeflow.org/v1", "PyTorchJob")
     assert body["metadata"]["namespace"] == "default"
@@ -88,7 +96,7 @@ def test_copy_body_is_a_pytorchjob_at_its_placed_size_without_the_fleet_s_labels
 def test_placement_and_requeue_annotations() -> None:
     raw, _ = hub_job()
     raw["metadata"]["annotations"] = {ANN_CLUSTER: "m1", ANN_GENERATION: "4", ANN_FAILED: "m0"}
-    job = build_fleet([policy(), raw], []).jobs["default/train"]
+    job = as_hub(raw)
     placed = placement_changes(job, "m2", {"worker-1": "b", "master-0": "a"})
     assert placed[ANN_CLUSTER] == "m2" and placed[ANN_GENERATION] == "5"
     assert placed[ANN_NODES] == '{"master-0":"a","worker-1":"b"}'  # sorted, compact
@@ -112,5 +120,5 @@ def test_the_view_forgets_a_write_once_the_job_is_recreated() -> None:
 def test_copy_body_of_a_job_whose_run_policy_does_not_suspend() -> None:
     raw, _ = hub_job()
     raw["spec"]["runPolicy"] = {"cleanPodPolicy": "None"}
-    job = build_fleet([policy(), raw], []).jobs["default/train"]
+    job = as_hub(raw)
     assert copy_body(job, 1)["spec"]["runPolicy"] == {"cleanPodPolicy": "None"}

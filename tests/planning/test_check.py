@@ -20,12 +20,12 @@ from tests.support.builders import (
 )
 
 
-def bind(p: str, n: str, job: str | None = None) -> BindPod:
-    return BindPod(pod=f"default/{p}", node=n, job=job or f"default/{p.rsplit('-worker', 1)[0]}")
+def bind(p: str, n: str, job: str | None = None, ns: str = "default") -> BindPod:
+    return BindPod(pod=f"{ns}/{p}", node=n, job=job or f"{ns}/{p.rsplit('-worker', 1)[0]}")
 
 
-def evict(job: str, *pods: str) -> EvictJob:
-    return EvictJob(job=f"default/{job}", pods=tuple(f"default/{p}" for p in pods), reason="t")
+def evict(job: str, *pods: str, ns: str = "default") -> EvictJob:
+    return EvictJob(job=f"{ns}/{job}", pods=tuple(f"{ns}/{p}" for p in pods), reason="t")
 
 
 def gang_binds(name: str, count: int, n: str) -> tuple[BindPod, ...]:
@@ -266,14 +266,6 @@ def _two_queues(qa: dict[str, int], qb: dict[str, int]) -> dict[str, object]:
     return leaf_queues(("qa", "default"), ("qb", "team-b"), gpus={"qa": qa, "qb": qb})
 
 
-def _bind_b(p: str, n: str) -> BindPod:
-    return BindPod(f"team-b/{p}", n, f"team-b/{p.rsplit('-worker', 1)[0]}")
-
-
-def _evict_b(job: str, *pods: str) -> EvictJob:
-    return EvictJob(f"team-b/{job}", tuple(f"team-b/{p}" for p in pods), "t")
-
-
 def _with_node_name_affinity(p: dict[str, object], node_name: str) -> dict[str, object]:
     spec = p["spec"]
     assert isinstance(spec, dict)
@@ -421,7 +413,7 @@ RULE_CASES: list[tuple[str, ClusterSnapshot, Plan, str]] = [
         ),
         Plan(
             evictions=(evict("a1", "a1-worker-0"), evict("a2", "a2-worker-0")),
-            binds=(_bind_b("bg-worker-0", "a"), _bind_b("bg-worker-1", "a")),
+            binds=(bind("bg-worker-0", "a", ns="team-b"), bind("bg-worker-1", "a", ns="team-b")),
         ),
         "queue qa: nvidia.com/gpu 0 in use < 1",
     ),
@@ -435,7 +427,7 @@ RULE_CASES: list[tuple[str, ClusterSnapshot, Plan, str]] = [
         ),
         Plan(
             evictions=(evict("a1", *[f"a1-worker-{i}" for i in range(8)]),),
-            binds=tuple(_bind_b(f"b1-worker-{i}", "a") for i in range(8)),
+            binds=tuple(bind(f"b1-worker-{i}", "a", ns="team-b") for i in range(8)),
         ),
         "gang broken",
     ),
@@ -447,7 +439,7 @@ RULE_CASES: list[tuple[str, ClusterSnapshot, Plan, str]] = [
             gang("c", 1, gpus=0, cpu="64", namespace="team-b", running_on=["a"], priority=100),
             gang("a1", 1, gpus=1, cpu="64"),
         ),
-        Plan(evictions=(_evict_b("c", "c-worker-0"),), binds=gang_binds("a1", 1, "a")),
+        Plan(evictions=(evict("c", "c-worker-0", ns="team-b"),), binds=gang_binds("a1", 1, "a")),
         "gang broken",
     ),
     (
@@ -461,7 +453,7 @@ RULE_CASES: list[tuple[str, ClusterSnapshot, Plan, str]] = [
         ),
         Plan(
             evictions=(evict("a1", *[f"a1-worker-{i}" for i in range(4)]),),
-            binds=tuple(_bind_b(f"b2-worker-{i}", "a") for i in range(4)),
+            binds=tuple(bind(f"b2-worker-{i}", "a", ns="team-b") for i in range(4)),
         ),
         "gang broken",
     ),
@@ -495,7 +487,12 @@ def test_a_job_in_an_invalid_queue_does_not_stop_the_jobs_after_it_being_checked
         gang("g", 1),
         gang("z", 4, namespace="team-b"),
     )
-    plan = Plan(binds=(bind("g-worker-0", "a"), *(_bind_b(f"z-worker-{i}", "a") for i in range(3))))
+    plan = Plan(
+        binds=(
+            bind("g-worker-0", "a"),
+            *(bind(f"z-worker-{i}", "a", ns="team-b") for i in range(3)),
+        )
+    )
     violations = check(snap, plan, NOW)
     assert any("job default/g: invalid" in v for v in violations), violations
     assert any("job team-b/z: ends with 3 pods" in v for v in violations), violations
@@ -552,7 +549,9 @@ def test_a_queue_without_a_min_that_uses_one_gpu_borrows_it() -> None:
         gang("b1", 1, namespace="team-b", running_on=["a"], priority=100),
         gang("a1", 1),
     )
-    plan = Plan(evictions=(_evict_b("b1", "b1-worker-0"),), binds=gang_binds("a1", 1, "a"))
+    plan = Plan(
+        evictions=(evict("b1", "b1-worker-0", ns="team-b"),), binds=gang_binds("a1", 1, "a")
+    )
     assert check(snap, plan, NOW) == []
 
 
