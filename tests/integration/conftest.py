@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,17 @@ BINARY = Path(os.environ.get("KUBE_TESTENV", ROOT / ".cache" / "bin" / "kube-tes
 
 
 TestEnv = Sandbox
+FAILED = pytest.StashKey[bool]()  # set on a test whose call failed, for its fixtures' teardown
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item,
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if report.when == "call" and report.failed:
+        item.stash[FAILED] = True
+    return report
 
 
 @pytest.fixture(scope="session")

@@ -20,6 +20,7 @@ from solver_sched.io.fleet_hub import ANN_CLUSTER, LABEL_UID
 from solver_sched.kube.api import ApiError
 from solver_sched.kube.sandbox import Kube
 from tests.fleet.objects import node, pod, policy, priority_class, pytorchjob, quota_tree
+from tests.integration.conftest import FAILED
 from tests.integration.kube import ROOT, wait_for
 
 pytestmark = pytest.mark.integration
@@ -118,6 +119,27 @@ class FleetTest:
             c.shutdown()
         self.started.clear()
 
+    def logs(self) -> dict[Path, int]:
+        """Every process log of the sandbox (API servers, operators, member schedulers), with
+        its size now; the hub controller runs in the test and logs through pytest."""
+        paths = [self.fleet.hub.log]
+        for m in self.fleet.members.values():
+            paths += [m.server.log, m.operator.log, m.log]
+        return {p: p.stat().st_size if p.exists() else 0 for p in paths}
+
+    def logs_since(self, marks: dict[Path, int], lines: int = 40) -> str:
+        """The last lines each log gained since ``marks``: what a failed test's report shows."""
+        out = []
+        for path, start in marks.items():
+            if not path.exists():
+                continue
+            with path.open("rb") as fh:
+                fh.seek(min(start, path.stat().st_size))
+                tail = fh.read().decode(errors="replace").splitlines()[-lines:]
+            out.append(f"--- {path.name}, last {len(tail)} lines of this test ---")
+            out += tail
+        return "\n".join(out)
+
     # -- reading -----------------------------------------------------------------------------
     def job(self, name: str, ns: str = "default") -> dict[str, Any]:
         return self.hub.api.get(f"{JOBS.format(ns=ns)}/{name}")
@@ -200,10 +222,13 @@ def fleet_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FleetTest]:
 
 
 @pytest.fixture
-def fl(fleet_env: FleetTest) -> Iterator[FleetTest]:
+def fl(fleet_env: FleetTest, request: pytest.FixtureRequest) -> Iterator[FleetTest]:
     fleet_env.reset()
+    marks = fleet_env.logs()
     yield fleet_env
     fleet_env.stop_all()
+    if request.node.stash.get(FAILED, False):  # into the report: CI keeps nothing else
+        print(fleet_env.logs_since(marks))
 
 
 def _nodes(fl: FleetTest, member: str, count: int, gpus: int, prefix: str = "gpu") -> None:
@@ -325,7 +350,7 @@ def test_priority_goes_first(fl: FleetTest) -> None:
 
 def _running_in(fl: FleetTest, job: str, timeout: float = 40) -> str:
     member = wait_for(f"{job} placed", lambda: fl.placement(job), timeout=timeout)
-    wait_for(f"{job} bound", lambda: fl.kubelet(member) >= 3, timeout=timeout)
+    wait_for(f"{job} bound", lambda: fl.kubelet(member) >= 3, timeout=BIND)
     return str(member)
 
 
