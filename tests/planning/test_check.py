@@ -28,8 +28,8 @@ def evict(job: str, *pods: str, ns: str = "default") -> EvictJob:
     return EvictJob(job=f"{ns}/{job}", pods=tuple(f"{ns}/{p}" for p in pods), reason="t")
 
 
-def gang_binds(name: str, count: int, n: str) -> tuple[BindPod, ...]:
-    return tuple(bind(f"{name}-worker-{i}", n) for i in range(count))
+def gang_binds(name: str, count: int, n: str, ns: str = "default") -> tuple[BindPod, ...]:
+    return tuple(bind(f"{name}-worker-{i}", n, ns=ns) for i in range(count))
 
 
 def _unequal() -> ClusterSnapshot:
@@ -175,7 +175,7 @@ CASES: list[tuple[str, ClusterSnapshot, Plan, str]] = [
         ),
         Plan(  # qa borrows 2 GPUs, yet all 6 go to qb
             evictions=tuple(evict(f"a{i}", f"a{i}-worker-0", f"a{i}-worker-1") for i in range(3)),
-            binds=tuple(BindPod(f"team-b/bg-worker-{i}", "a", "team-b/bg") for i in range(6)),
+            binds=gang_binds("bg", 6, "a", ns="team-b"),
         ),
         "its min 4",
     ),
@@ -249,7 +249,7 @@ def test_reclaim_may_take_all_a_queue_without_a_min_uses_and_nothing_without_a_g
         )
 
     plan = Plan(
-        evictions=(EvictJob("team-b/b1", tuple(f"team-b/b1-worker-{i}" for i in range(8)), "t"),),
+        evictions=(evict("b1", *(f"b1-worker-{i}" for i in range(8)), ns="team-b"),),
         binds=gang_binds("a1", 8, "a"),
     )
     assert check(snap({"nvidia.com/gpu": "8"}), plan, NOW) == []
@@ -413,7 +413,7 @@ RULE_CASES: list[tuple[str, ClusterSnapshot, Plan, str]] = [
         ),
         Plan(
             evictions=(evict("a1", "a1-worker-0"), evict("a2", "a2-worker-0")),
-            binds=(bind("bg-worker-0", "a", ns="team-b"), bind("bg-worker-1", "a", ns="team-b")),
+            binds=gang_binds("bg", 2, "a", ns="team-b"),
         ),
         "queue qa: nvidia.com/gpu 0 in use < 1",
     ),
@@ -427,7 +427,7 @@ RULE_CASES: list[tuple[str, ClusterSnapshot, Plan, str]] = [
         ),
         Plan(
             evictions=(evict("a1", *[f"a1-worker-{i}" for i in range(8)]),),
-            binds=tuple(bind(f"b1-worker-{i}", "a", ns="team-b") for i in range(8)),
+            binds=gang_binds("b1", 8, "a", ns="team-b"),
         ),
         "gang broken",
     ),
@@ -453,7 +453,7 @@ RULE_CASES: list[tuple[str, ClusterSnapshot, Plan, str]] = [
         ),
         Plan(
             evictions=(evict("a1", *[f"a1-worker-{i}" for i in range(4)]),),
-            binds=tuple(bind(f"b2-worker-{i}", "a", ns="team-b") for i in range(4)),
+            binds=gang_binds("b2", 4, "a", ns="team-b"),
         ),
         "gang broken",
     ),
