@@ -348,8 +348,8 @@ def test_priority_goes_first(fl: FleetTest) -> None:
     assert wait_for("high runs", lambda: fl.kubelet("member-1") == 4, timeout=30)
 
 
-def _running_in(fl: FleetTest, job: str, timeout: float = 40) -> str:
-    member = wait_for(f"{job} placed", lambda: fl.placement(job), timeout=timeout)
+def _running_in(fl: FleetTest, job: str) -> str:
+    member = wait_for(f"{job} placed", lambda: fl.placement(job), timeout=40)
     wait_for(f"{job} bound", lambda: fl.kubelet(member) >= 3, timeout=BIND)
     return str(member)
 

@@ -12,6 +12,7 @@ from tests.support.builders import (
     gang,
     leaf_queues,
     node,
+    on_node_only,
     other,
     pod,
     pod_group,
@@ -266,18 +267,6 @@ def _two_queues(qa: dict[str, int], qb: dict[str, int]) -> dict[str, object]:
     return leaf_queues(("qa", "default"), ("qb", "team-b"), gpus={"qa": qa, "qb": qb})
 
 
-def _with_node_name_affinity(p: dict[str, object], node_name: str) -> dict[str, object]:
-    spec = p["spec"]
-    assert isinstance(spec, dict)
-    term = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node_name]}]}
-    spec["affinity"] = {
-        "nodeAffinity": {
-            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}
-        }
-    }
-    return p
-
-
 def _completing() -> ClusterSnapshot:
     """c: two workers running on a, a third succeeded (the gang completes)."""
     return snapshot(
@@ -313,7 +302,7 @@ RULE_CASES: list[tuple[str, ClusterSnapshot, Plan, str]] = [
             node("a", gpus=8),
             node("b", gpus=8),
             pod_group("g"),
-            _with_node_name_affinity(pod("g-worker-0", group="g"), "b"),
+            on_node_only(pod("g-worker-0", group="g"), "b"),
         ),
         Plan(binds=gang_binds("g", 1, "a")),
         "required node affinity",
@@ -574,7 +563,7 @@ def test_node_name_affinity_lets_the_pod_onto_the_node_it_names() -> None:
         node("a", gpus=8),
         node("b", gpus=8),
         pod_group("g"),
-        _with_node_name_affinity(pod("g-worker-0", group="g"), "b"),
+        on_node_only(pod("g-worker-0", group="g"), "b"),
     )
     assert check(snap, Plan(binds=gang_binds("g", 1, "b")), NOW) == []
 

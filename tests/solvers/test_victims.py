@@ -23,6 +23,7 @@ from tests.support.builders import (
     gang,
     leaf_queues,
     node,
+    on_node_only,
     plan,
     pod,
     pod_group,
@@ -964,11 +965,7 @@ def _unusable(where: str) -> list[Any]:
     objs.append(gang("hold", 1, gpus=8, running_on=["v"], priority=1000))
     p = pod("p-worker-0", group="p", gpus=8, priority=100)
     if where == "affinity":
-        field = {"key": "metadata.name", "operator": "In", "values": ["w"]}
-        required = {"nodeSelectorTerms": [{"matchFields": [field]}]}
-        p["spec"]["affinity"] = {
-            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}
-        }
+        p = on_node_only(p, "w")
     return [*objs, pod_group("p", min_member=1), p]
 
 

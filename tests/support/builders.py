@@ -47,6 +47,16 @@ def other(name: str, node_name: str, gpus: int, namespace: str = "infra") -> dic
     )
 
 
+def on_node_only(p: dict[str, Any], node_name: str) -> dict[str, Any]:
+    """``p`` with a required node affinity to one node by name (a matchFields term)."""
+    field = {"key": "metadata.name", "operator": "In", "values": [node_name]}
+    required = {"nodeSelectorTerms": [{"matchFields": [field]}]}
+    p["spec"]["affinity"] = {
+        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}
+    }
+    return p
+
+
 def snapshot(*groups: dict[str, Any] | list[dict[str, Any]]) -> ClusterSnapshot:
     objs: list[dict[str, Any]] = []
     for g in groups:
