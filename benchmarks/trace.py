@@ -19,7 +19,9 @@ running jobs to admit its one pod (rule 4), which is processor sharing.
 (the offered load per GPU stays). Writes benchmarks/results/trace/<study>/{results.json,
 jct_cdf.png,utilization.png} and groups.json (git-ignored), prints one table per study, then per
 trace and size the median, worst and best ratio of solver-sched's average JCT to greedy gang FIFO
-(``fifo``) and greedy elastic (``elastic``) measured in the same run, and the targets of issue 4.
+(``fifo``) and greedy elastic (``elastic``) measured in the same run, and the targets of issue 4,
+each beside the bound no scheduler could beat even knowing every job's duration
+(``solver_sched/sim/bounds.py``): a target is out of reach where the bound is above it.
 
 ``--racks N`` groups the nodes into racks of N (issue 15): every multi-pod gang then prefers one
 rack, a gang spread over k racks runs ``1 + s (k - 1)`` times slower (``--spread-slowdown s``,
@@ -129,17 +131,24 @@ def select(args: argparse.Namespace) -> list[Study]:
     return [s.at(int(g)) for g in args.gpus.split(",") for s in base]
 
 
-def targets(summary: dict[str, dict[str, Any]], ours: str) -> list[str]:
+def targets(
+    summary: dict[str, dict[str, Any]], ours: str, bound_h: float | None = None
+) -> list[str]:
+    """The issue's targets, each with its verdict. ``bound_h``: no scheduler's average JCT is
+    below it (sim/bounds.py); a JCT target whose baseline's average times the target is below
+    the bound is out of any scheduler's reach, and says so."""
     s, fifo, el = summary[ours], summary.get("fifo"), summary.get("elastic")
     out = []
-    if fifo:
-        r = s["avg_jct_h"] / fifo["avg_jct_h"]
-        verdict = "ok" if r <= 0.8 else "MISSED"
-        out.append(f"avg JCT vs fifo     {r:.3f}  (target <= 0.80) {verdict}")
-    if el:
-        r = s["avg_jct_h"] / el["avg_jct_h"]
-        verdict = "ok" if r <= 0.9 else "MISSED"
-        out.append(f"avg JCT vs elastic  {r:.3f}  (target <= 0.90) {verdict}")
+    for label, base, goal in (("fifo", fifo, 0.8), ("elastic", el, 0.9)):
+        if not base:
+            continue
+        r = s["avg_jct_h"] / base["avg_jct_h"]
+        verdict = "ok" if r <= goal else "MISSED"
+        line = f"avg JCT vs {label:8s} {r:.3f}  (target <= {goal:.2f}) {verdict}"
+        if bound_h is not None:
+            b = bound_h / base["avg_jct_h"]
+            line += f"; bound x{b:.3f}" + (" (out of reach)" if b > goal else "")
+        out.append(line)
     others = [x["util_useful"] for x in (fifo, el) if x]
     if others:
         ok = all(s["util_useful"] > u for u in others)
@@ -172,14 +181,31 @@ def pooled(summaries: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, An
     return out
 
 
+def pooled_bound(studies: list[tuple[float, int]]) -> float:
+    """The bound on the pooled average JCT: each study's bound weighted by its jobs."""
+    return sum(b * n for b, n in studies) / max(1, sum(n for _, n in studies))
+
+
 def ratios(rows: list[dict[str, dict[str, Any]]], ours: str, base: str) -> list[float]:
     return [r[ours]["avg_jct_h"] / r[base]["avg_jct_h"] for r in rows if base in r]
 
 
-def group_lines(name: str, rows: list[dict[str, dict[str, Any]]], ours: str) -> list[str]:
+def group_lines(
+    name: str,
+    rows: list[dict[str, dict[str, Any]]],
+    ours: str,
+    bounds: list[tuple[float, int]] | None = None,
+) -> list[str]:
     """One group of windows (or the one study) of a trace at one size: median and worst ratios
-    against each baseline measured in the same run, and the pooled utilization."""
+    against each baseline measured in the same run, the bound's ratio to FIFO's (what no
+    scheduler could beat), and the pooled utilization."""
     out = []
+    if bounds and all("fifo" in r for r in rows):
+        rs = [b / r["fifo"]["avg_jct_h"] for (b, _), r in zip(bounds, rows, strict=True)]
+        out.append(
+            f"{name:28s} bound vs fifo median x{statistics.median(rs):.3f}  "
+            f"worst x{max(rs):.3f}  best x{min(rs):.3f}  (any scheduler, durations known)"
+        )
     for base in ("fifo", "elastic", *TOPOLOGY_POLICIES):
         rs = ratios(rows, ours, base)
         if rs:
@@ -229,6 +255,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     ours = next((x for x in policies if x.startswith("solver-sched")), None)
     groups: dict[str, list[dict[str, dict[str, Any]]]] = {}
+    bounds: dict[str, list[tuple[float, int]]] = {}  # per group: (bound_avg_jct_h, jobs) per study
     for study in studies:
         low, high = MAPPINGS[args.mapping]
         opts = replace(study.opts, gpus=study.gpus, min_factor=low, max_factor=high)
@@ -263,6 +290,9 @@ def main(argv: list[str] | None = None) -> int:
         print(table(data))
         summary = {k: {**v, "gpus": study.gpus} for k, v in data["summary"].items()}
         groups.setdefault(f"{study.trace}-{study.gpus}gpu", []).append(summary)
+        bounds.setdefault(f"{study.trace}-{study.gpus}gpu", []).append(
+            (meta["bound_avg_jct_h"], len(jobs))
+        )
         if args.racks:
             spread = ", ".join(f"{k} {v['spread_jobs']}" for k, v in summary.items())
             print(f"   jobs that ran over several racks: {spread}")
@@ -274,13 +304,16 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(f"\n== {ours}, per trace and size (ratios of average JCT, same run):")
     for name, rows in groups.items():
-        print("\n".join("   " + line for line in group_lines(name, rows, ours)))
+        lines = group_lines(name, rows, ours, bounds[name])
+        print("\n".join("   " + line for line in lines))
     for name, rows in groups.items():
         label = name if len(rows) == 1 else f"{name}, {len(rows)} windows pooled"
         print(f"\n-- targets, {label}")
-        print("\n".join("   " + line for line in targets(pooled(rows), ours)))
+        bound = pooled_bound(bounds[name])
+        print("\n".join("   " + line for line in targets(pooled(rows), ours, bound)))
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "groups.json").write_text(json.dumps(groups, indent=1, default=str))
+    (args.out / "bounds.json").write_text(json.dumps(bounds, indent=1))
     print(f"\nresults in {args.out}/")
     return 0
 

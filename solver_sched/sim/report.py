@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from solver_sched.config.schema import SchedulerConfig
+from solver_sched.sim.bounds import avg_jct_bound
 from solver_sched.sim.engine import RunResult, simulate
 from solver_sched.sim.metrics import RATIO_KEYS, job_rows, ratios, summarize
 from solver_sched.sim.model import SimParams, TraceJob
@@ -70,6 +71,7 @@ def run_meta(
         "elastic_jobs": sum(j.elastic for j in jobs),
         "offered_gpu_hours": sum(j.work for j in jobs) / 3600,
         "arrival_span_h": jobs[-1].arrival / 3600 if jobs else 0.0,
+        "bound_avg_jct_h": avg_jct_bound(jobs, params) / 3600,  # no scheduler does better
         "gpus": params.gpus,
         "gpus_per_node": params.gpus_per_node,
         "interval": params.interval,
@@ -172,6 +174,11 @@ def table(data: dict[str, Any]) -> str:
         for name, r in rat.items():
             rrows.append([name, *(f"{r[k]:.3f}" for k in RATIO_KEYS)])
         lines += ["", _grid(rrows)]
+    bound = data["meta"].get("bound_avg_jct_h")
+    if bound is not None:
+        base = summary.get(data["baseline"], {}).get("avg_jct_h")
+        of = f", x{bound / base:.3f} of {data['baseline']}'s" if base else ""
+        lines.append(f"\nno scheduler's avg JCT is below {bound:.3f} h here{of} (sim/bounds.py)")
     return "\n".join(lines)
 
 

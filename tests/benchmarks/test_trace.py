@@ -5,7 +5,7 @@ import argparse
 
 import pytest
 
-from benchmarks.trace import pooled, select, targets
+from benchmarks.trace import pooled, pooled_bound, select, targets
 
 
 def _row(jct: float, jobs: int, util: float, makespan: float, restarts: float) -> dict[str, float]:
@@ -35,6 +35,18 @@ def test_windows_pool_jobs_and_gpu_time() -> None:
     verdicts = targets(p, "ours")
     assert verdicts[0].startswith("avg JCT vs fifo     0.688") and verdicts[0].endswith("ok")
     assert verdicts[1].endswith("MISSED")  # utilization 0.675 < 0.875
+
+
+def test_a_target_below_the_bound_is_called_out_of_reach() -> None:
+    a = {"fifo": _row(10.0, 100, 0.5, 20.0, 0.0), "ours": _row(9.0, 100, 0.9, 10.0, 1.0)}
+    b = {"fifo": _row(2.0, 300, 1.0, 60.0, 0.0), "ours": _row(2.0, 300, 0.6, 30.0, 0.0)}
+    bound = pooled_bound([(8.5, 100), (1.9, 300)])  # (850 + 570) / 400 = 3.55
+    assert bound == pytest.approx(3.55)
+    fifo, _ = targets(pooled([a, b]), "ours", bound)[:2]
+    # ours (900 + 600) / 400 = 3.75 against fifo's 4: x0.9375, missed; the bound is x0.8875
+    assert fifo == "avg JCT vs fifo     0.938  (target <= 0.80) MISSED; bound x0.887 (out of reach)"
+    reachable = targets(pooled([a, b]), "ours", 3.0)[0]
+    assert reachable.endswith("MISSED; bound x0.750")
 
 
 def _args(*argv: object) -> argparse.Namespace:
