@@ -21,7 +21,8 @@ jct_cdf.png,utilization.png} and groups.json (git-ignored), prints one table per
 trace and size the median, worst and best ratio of solver-sched's average JCT to greedy gang FIFO
 (``fifo``) and greedy elastic (``elastic``) measured in the same run, and the targets of issue 4,
 each beside the bound no scheduler could beat even knowing every job's duration
-(``solver_sched/sim/bounds.py``): a target is out of reach where the bound is above it.
+(``solver_sched/sim/bounds.py``): a target is out of reach where the bound is above it. With
+``--policies ...,sjf-oracle``, also gang FIFO's backfill smallest work first, durations known.
 
 ``--racks N`` groups the nodes into racks of N (issue 15): every multi-pod gang then prefers one
 rack, a gang spread over k racks runs ``1 + s (k - 1)`` times slower (``--spread-slowdown s``,
@@ -43,7 +44,12 @@ from typing import Any
 from solver_sched.config.schema import ConfigError, SchedulerConfig, load_config
 from solver_sched.cycle import BACKENDS
 from solver_sched.sim.model import SimParams
-from solver_sched.sim.policies import POLICIES, TOPOLOGY_POLICIES, parse_policies
+from solver_sched.sim.policies import (
+    POLICIES,
+    REFERENCE_POLICIES,
+    TOPOLOGY_POLICIES,
+    parse_policies,
+)
 from solver_sched.sim.report import run_study, table
 from solver_sched.sim.traces import TraceOptions, load_trace_noting
 
@@ -148,6 +154,9 @@ def targets(
         if bound_h is not None:
             b = bound_h / base["avg_jct_h"]
             line += f"; bound x{b:.3f}" + (" (out of reach)" if b > goal else "")
+        for ref in REFERENCE_POLICIES:
+            if ref in summary:
+                line += f"; {ref} x{summary[ref]['avg_jct_h'] / base['avg_jct_h']:.3f}"
         out.append(line)
     others = [x["util_useful"] for x in (fifo, el) if x]
     if others:
@@ -206,6 +215,13 @@ def group_lines(
             f"{name:28s} bound vs fifo median x{statistics.median(rs):.3f}  "
             f"worst x{max(rs):.3f}  best x{min(rs):.3f}  (any scheduler, durations known)"
         )
+    for ref in REFERENCE_POLICIES:
+        rs = ratios(rows, ref, "fifo") if all(ref in r for r in rows) else []
+        if rs:
+            out.append(
+                f"{name:28s} {ref} vs fifo median x{statistics.median(rs):.3f}  "
+                f"worst x{max(rs):.3f}  best x{min(rs):.3f}  (durations known, no preemption)"
+            )
     for base in ("fifo", "elastic", *TOPOLOGY_POLICIES):
         rs = ratios(rows, ours, base)
         if rs:

@@ -37,7 +37,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     s.add_argument(
         "--policies",
         default="all",
-        help=f"comma-separated from {', '.join(POLICIES)} (and solver-sched:greedy|milp), or all",
+        help=f"comma-separated from {', '.join(POLICIES)}, or all; also solver-sched:greedy|milp "
+        "and sjf-oracle (a reference that knows every job's duration)",
     )
     s.add_argument("--out", type=Path, required=True, help="directory for results and plots")
     s.add_argument("--backend", choices=BACKENDS, default="cpsat", help="solver-sched's solver")

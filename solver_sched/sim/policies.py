@@ -44,6 +44,7 @@ from solver_sched.solvers.topology_baselines import BASELINES
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 POLICIES = ("per-pod", "fifo", "elastic", "solver-sched")
+REFERENCE_POLICIES = ("sjf-oracle",)  # knows the future; not part of ``all``
 TOPOLOGY_POLICIES = tuple(BASELINES)  # with racks only; not part of ``all``
 RACK_LABEL = "topology.solver-sched.io/rack"
 RACKS = Topology((RACK_LABEL, HOSTNAME), "simulator")
@@ -148,11 +149,26 @@ class GangFifoPolicy:
     def plan(self, state: SimState, now: float) -> Decisions:
         d = Decisions()
         free = _Free(state.free)
-        for job in _order(state.waiting()):
+        for job in self.order(state.waiting()):
             placed = free.best_fit(_pending(job, job.min_pods), job.spec.gpus_per_pod)
             if placed:
                 d.binds += placed
         return d
+
+    def order(self, waiting: Iterable[JobRun]) -> list[JobRun]:
+        return _order(waiting)
+
+
+class OracleSjfPolicy(GangFifoPolicy):
+    """A reference, not a peer: gang FIFO's backfill in order of each job's work (GPUs x
+    duration), smallest first, which no real scheduler knows. It tells how much of a JCT target
+    knowing every duration would buy a gang scheduler that never preempts (the trace study's
+    ``sjf-oracle``); ``sim/bounds.py`` bounds what any scheduler could do."""
+
+    name = "sjf-oracle"
+
+    def order(self, waiting: Iterable[JobRun]) -> list[JobRun]:
+        return sorted(waiting, key=lambda j: (-j.spec.priority, j.spec.work, j.spec.arrival))
 
 
 class GreedyElasticPolicy:
@@ -382,7 +398,7 @@ def parse_policies(text: str) -> list[str]:
             if n not in names:
                 names.append(n)
     for n in names:
-        if n not in (*POLICIES, *TOPOLOGY_POLICIES) and not (
+        if n not in (*POLICIES, *REFERENCE_POLICIES, *TOPOLOGY_POLICIES) and not (
             n.startswith("solver-sched:") and n.split(":", 1)[1] in BACKENDS
         ):
             raise ValueError(f"unknown policy {n!r}; choose from {', '.join(POLICIES)}")
@@ -401,6 +417,8 @@ def make_policy(
         return GangFifoPolicy()
     if name == "elastic":
         return GreedyElasticPolicy()
+    if name == "sjf-oracle":
+        return OracleSjfPolicy()
     if name == "solver-sched":
         return SolverSchedPolicy(config, backend, time_limit)
     if name in TOPOLOGY_POLICIES:

@@ -217,3 +217,21 @@ def test_snapshot_builder_reuses_live_objects_and_drops_finished_jobs() -> None:
     assert set(second.jobs) == {"sim/b"}
     assert all(second.pods[p] is first.pods[p] for p in second.pods)  # unchanged: reused
     assert {name for name, _ in builder._pods} == set(second.pods)  # a's pods are gone
+
+
+def test_the_oracle_backfills_smallest_work_first_within_a_priority() -> None:
+    # big holds the node until 7200; then FIFO starts mid (arrived first) and the oracle small.
+    big = TraceJob("big", arrival=0.0, duration=7200.0, gpus=4)
+    mid = TraceJob("mid", arrival=1.0, duration=3600.0, gpus=4)
+    small = TraceJob("small", arrival=2.0, duration=1800.0, gpus=4)
+    urgent = TraceJob("urgent", arrival=3.0, duration=7200.0, gpus=4, priority=1)
+    fifo = {j.name: j for j in simulate([big, mid, small], make_policy("fifo"), params()).jobs}
+    assert (fifo["mid"].first_start, fifo["small"].first_start) == (7200.0, 10800.0)
+    oracle = {
+        j.name: j for j in simulate([big, mid, small], make_policy("sjf-oracle"), params()).jobs
+    }
+    assert (oracle["small"].first_start, oracle["mid"].first_start) == (7200.0, 9000.0)
+    # A higher priority still goes first, however large.
+    run = simulate([big, mid, small, urgent], make_policy("sjf-oracle"), params())
+    first = {j.name: j.first_start for j in run.jobs}
+    assert first["urgent"] == 7200.0 and first["small"] == 14400.0
