@@ -2,6 +2,7 @@
 ratios and targets read from made-up summaries."""
 
 from benchmarks.live.__main__ import ratios, targets
+from benchmarks.live.oracle import row
 from benchmarks.live.replay import JobRun, ReplayParams, _pct, shares, stage_spec
 from benchmarks.live.scale import gangs_for
 from benchmarks.live.summary import floor
@@ -144,3 +145,10 @@ def test_kueue_follows_the_trace_clock() -> None:
     assert spec.kueue_pods_ready_timeout == "60s" and spec.kueue_qps == 500.0
     assert [q.gpus for q in spec.queues] == [11, 11, 10]
     assert stage_spec("kueue", jobs, 4, ReplayParams(compress=10.0, kueue_qps=50.0)).kueue_qps == 50
+
+
+def test_the_oracle_rows_hold_the_bound_below_every_policy() -> None:
+    w = Window("itp04", "3456000", load=32.0)  # 87 jobs: a second
+    r = row(w)
+    assert r["jobs"] == len(w.jobs())
+    assert 0 < r["bound"] <= min(1.0, r["sjf-oracle"])
