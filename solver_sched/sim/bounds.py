@@ -59,8 +59,16 @@ def srpt_total(jobs: Sequence[TraceJob], speed: float) -> float:
 
 
 def avg_jct_bound(jobs: Sequence[TraceJob], params: SimParams) -> float:
-    """Seconds: no scheduler's average JCT on ``jobs`` in ``params``'s world is below this."""
-    if not jobs:
+    """Seconds: no scheduler's average JCT on ``jobs`` in ``params``'s world is below this. Jobs
+    whose smallest gang exceeds the cluster never run, so no run's average counts them: they are
+    left out here too."""
+    runnable = [j for j in jobs if smallest_gpus(j) <= params.gpus]
+    if not runnable:
         return 0.0
-    each = sum(alone(j, params) for j in jobs)
-    return max(each, srpt_total(jobs, float(params.gpus))) / len(jobs)
+    each = sum(alone(j, params) for j in runnable)
+    return max(each, srpt_total(runnable, float(params.gpus))) / len(runnable)
+
+
+def smallest_gpus(job: TraceJob) -> int:
+    """The GPUs of the smallest gang the job can run as."""
+    return (job.min_pods if job.elastic else job.pods) * job.gpus_per_pod

@@ -48,6 +48,9 @@ def test_the_bound_is_the_larger_relaxation() -> None:
     assert fifo["avg_jct_h"] * 3600 == pytest.approx(avg_jct_bound(jobs, world))
     # On 64 GPUs nothing queues: each job alone.
     assert avg_jct_bound(jobs, SimParams(gpus=64)) == pytest.approx(3600.0)
+    # A gang larger than the cluster never runs, so no average counts it.
+    huge = TraceJob("huge", 0.0, 10 * 3600.0, gpus=8)
+    assert avg_jct_bound([*jobs, huge], world) == pytest.approx(2.5 * 3600)
 
 
 def _queueing_trace(seed: int) -> list[TraceJob]:
