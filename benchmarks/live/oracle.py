@@ -2,7 +2,7 @@
 job's duration, could reach there against gang FIFO.
 
     .venv/bin/python -m benchmarks.live.oracle                  # fifo, sjf-oracle, bound (seconds)
-    .venv/bin/python -m benchmarks.live.oracle --solver-sched   # and solver-sched (~15 min)
+    .venv/bin/python -m benchmarks.live.oracle --solver-sched   # and solver-sched (~1 min)
 
 Each window's jobs are exactly those the live study replays (``Window.jobs``), on its 64 nodes
 of 8 GPUs, with 60 s cycles and no Kubernetes. Ratios are of average JCT against the simulator's
