@@ -305,10 +305,9 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(table(data))
         summary = {k: {**v, "gpus": study.gpus} for k, v in data["summary"].items()}
-        groups.setdefault(f"{study.trace}-{study.gpus}gpu", []).append(summary)
-        bounds.setdefault(f"{study.trace}-{study.gpus}gpu", []).append(
-            (meta["bound_avg_jct_h"], len(jobs))
-        )
+        group = f"{study.trace}-{study.gpus}gpu"
+        groups.setdefault(group, []).append(summary)
+        bounds.setdefault(group, []).append((meta["bound_avg_jct_h"], len(jobs)))
         if args.racks:
             spread = ", ".join(f"{k} {v['spread_jobs']}" for k, v in summary.items())
             print(f"   jobs that ran over several racks: {spread}")

@@ -35,7 +35,8 @@ from benchmarks.live.workload import JOB_LABEL, PODGROUP_API, elastic_manifests,
 from solver_sched.domain.cluster import is_power_of_two
 from solver_sched.kube.api import ApiError, KubeApi, load_client
 from solver_sched.kube.status import waiting_reason
-from solver_sched.sim.model import Speedup, TraceJob
+from solver_sched.sim.bounds import alone
+from solver_sched.sim.model import SimParams, Speedup, TraceJob
 
 SPEEDUP = Speedup()  # the trace study's default model
 
@@ -504,10 +505,13 @@ class Replay:
                     "pods": r.spec.pods,
                     "arrival_h": r.spec.arrival / 3600,
                     "duration_h": r.spec.duration / 3600,
-                    # the shortest it could run: at the requested size, or an elastic job at its
-                    # max from its arrival on (no scheduler can give a JCT below this)
-                    "min_run_h": r.spec.duration
-                    / (r.speed(r.spec.max_pods) if r.elastic else 1.0)
+                    # the shortest it could run from its arrival on: at its size, or a job run
+                    # elastic at its max (sim/bounds.py); no scheduler gives a JCT below this
+                    "min_run_h": (
+                        alone(r.spec, SimParams(gpus=self.capacity))
+                        if r.elastic
+                        else r.spec.duration
+                    )
                     / 3600,
                     "jct_h": None
                     if r.finished is None or r.submitted is None
