@@ -23,7 +23,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from solver_sched.domain.topology import HOSTNAME
 
-_DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m(?!s))?(?:(\d+)s)?$")
+_MAX_DURATION_S = (2**63 - 1) // 10**9  # Go's time.Duration, int64 nanoseconds: about 292 years
+_DURATION = re.compile(r"^(?:([0-9]+)h)?(?:([0-9]+)m(?!s))?(?:([0-9]+)s)?$")
 
 
 def parse_duration(text: str) -> timedelta:
@@ -32,6 +33,8 @@ def parse_duration(text: str) -> timedelta:
     if not m or not any(m.groups()):
         raise ValueError(f"invalid duration {text!r} (expected e.g. 30s, 10m, 1h30m)")
     h, mi, s = (int(g) if g else 0 for g in m.groups())
+    if (h * 60 + mi) * 60 + s > _MAX_DURATION_S:
+        raise ValueError(f"duration {text!r} out of range (at most {_MAX_DURATION_S // 3600}h)")
     return timedelta(hours=h, minutes=mi, seconds=s)
 
 
@@ -171,7 +174,7 @@ class Settings(_Strict):
     cycle_seconds: float | None = Field(default=None, alias="cycleSeconds", gt=0, le=3600)
     workers: int = Field(default=1, ge=1, le=64, description="CP-SAT search workers")
     linearization_level: int = Field(default=2, alias="linearizationLevel", ge=0, le=2)
-    random_seed: int = Field(default=0, alias="randomSeed", ge=0)
+    random_seed: int = Field(default=0, alias="randomSeed", ge=0, le=2**31 - 1)  # CP-SAT's int32
     priority_preemption: bool = Field(default=True, alias="priorityPreemption")
     queue_reclaim: bool = Field(default=True, alias="queueReclaim")
     lp_guide: bool = Field(
@@ -222,7 +225,8 @@ class ConfigError(Exception):
 
 def config_from_mapping(data: object, source: str) -> SchedulerConfig:
     try:
-        return SchedulerConfig.model_validate(data or {})
+        # only an empty document means "all defaults"; [] or 0 is not a mapping
+        return SchedulerConfig.model_validate({} if data is None else data)
     except ValidationError as exc:
         details = "; ".join(
             f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}"
@@ -233,7 +237,8 @@ def config_from_mapping(data: object, source: str) -> SchedulerConfig:
 
 def load_config(path: Path) -> SchedulerConfig:
     try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
+        with path.open(encoding="utf-8") as f:  # a stream: YAML errors name the file
+            data = yaml.safe_load(f)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise ConfigError(f"{path}: {exc}") from None
     return config_from_mapping(data, str(path))

@@ -65,6 +65,7 @@ class Pod:
     # it keeps the room next cycle unless something of higher value arrives)
     nominated: str | None = None
     topology: TopologyRequest | None = None  # from Kueue's pod-set annotations
+    unread: bool = False  # its requests could not be read: what its node has free is unknown
 
     @property
     def terminated(self) -> bool:
@@ -121,7 +122,10 @@ class Job:
     def cooldown_until(self) -> datetime | None:
         if self.last_scale_time is None:
             return None
-        return self.last_scale_time + self.cooldown
+        try:
+            return self.last_scale_time + self.cooldown
+        except OverflowError:  # past year 9999: for as long as anyone will run this
+            return datetime.max.replace(tzinfo=self.last_scale_time.tzinfo)
 
 
 def is_power_of_two(n: int) -> bool:

@@ -14,6 +14,7 @@ from solver_sched.domain.snapshot import InputError
 from solver_sched.io.quantity import parse_quantity
 
 M = TypeVar("M", bound=BaseModel)
+TWICE = "given twice: the later one is used"  # a dump never repeats an object; files may
 
 
 @dataclass
@@ -48,6 +49,25 @@ def parse(
             loc = ".".join([at] * bool(at) + [str(p) for p in err["loc"]])
             b.error(obj, loc, err["msg"])
         return None
+
+
+def parse_or_why(b: LoadContext, model: type[M], raw: dict[str, Any]) -> M | str:
+    """``parse``, or why the object was rejected (its errors, reported as well): what a job that
+    depends on the object gives as its reason."""
+    before = len(b.errors)
+    parsed = parse(b, model, raw)
+    if parsed is not None:
+        return parsed
+    return "; ".join(str(e) for e in b.errors[before:]) or "rejected"
+
+
+def raw_key(raw: dict[str, Any]) -> tuple[str, str] | None:
+    """(namespace, name) of an object that may have failed validation, if both are readable."""
+    meta = raw.get("metadata")
+    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
+        return None
+    ns = meta.get("namespace")
+    return (ns if isinstance(ns, str) and ns else "default", meta["name"])
 
 
 def quantities(b: LoadContext, obj: str, fld: str, values: dict[str, Any]) -> dict[str, int] | str:

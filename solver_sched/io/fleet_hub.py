@@ -5,6 +5,7 @@ choice of policy; the fields the fleet honours, the first invalid one named)."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -254,7 +255,7 @@ def _hub_job(
         invalid = _err(errors, obj, "spec.pytorchReplicaSpecs", "negative replicas")
     generation, placement = 0, None
     text = anns.get(ANN_GENERATION, "0")
-    if text.isdigit():
+    if re.fullmatch(r"[0-9]{1,18}", text):  # ASCII: str.isdigit() takes "²", int() not
         generation = int(text)
     elif invalid is None:
         invalid = _err(errors, obj, f"metadata.annotations[{ANN_GENERATION}]", f"{text!r}")

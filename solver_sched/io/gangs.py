@@ -4,13 +4,14 @@ lone pod."""
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
 from solver_sched.domain.cluster import Job, Pod, PodPhase
-from solver_sched.io.context import LoadContext, parse
+from solver_sched.io.context import TWICE, LoadContext, parse_or_why, raw_key
 from solver_sched.io.job_annotations import ANN, job_scaling
 from solver_sched.io.kubeflow import (
     KUBEFLOW_JOB_LABEL,
@@ -27,18 +28,24 @@ SP_LABEL_OLD = "pod-group.scheduling.sigs.k8s.io"
 VOLCANO_GROUP = "scheduling.volcano.sh"
 VOLCANO_ANN = "scheduling.k8s.io/group-name"
 K8S_GROUP = "scheduling.k8s.io"
+_DIGITS = re.compile(r"[0-9]{1,9}")  # ASCII and bounded: str.isdigit() takes "²", int() not
 
 
 def pod_groups(
     b: LoadContext, raws: list[dict[str, Any]]
-) -> dict[tuple[str, str, str], PodGroupObj]:
-    """PodGroups of every API by (API group, namespace, name)."""
-    groups = {}
+) -> dict[tuple[str, str, str], PodGroupObj | str]:
+    """PodGroups of every API by (API group, namespace, name); one that failed validation as why,
+    so the reason its gang is held names the field, not a missing PodGroup."""
+    groups: dict[tuple[str, str, str], PodGroupObj | str] = {}
     for raw in raws:
-        pg = parse(b, PodGroupObj, raw)
-        if pg:
-            ns = pg.metadata.namespace or "default"
-            groups[(_api_group(pg.api_version), ns, pg.metadata.name)] = pg
+        key = raw_key(raw)
+        api = raw.get("apiVersion")
+        pg = parse_or_why(b, PodGroupObj, raw)
+        if key is not None:
+            full = (_api_group(api if isinstance(api, str) else ""), *key)
+            if full in groups:
+                b.error(f"PodGroup {'/'.join(key)}", "metadata.name", TWICE)
+            groups[full] = pg
     return groups
 
 
@@ -66,8 +73,8 @@ def group_key(p: PodObj) -> str | None:
 def jobs_from(
     b: LoadContext,
     pods: dict[str, Pod],
-    groups: dict[tuple[str, str, str], PodGroupObj],
-    pytorch: dict[tuple[str, str], PyTorchJobObj],
+    groups: dict[tuple[str, str, str], PodGroupObj | str],
+    pytorch: dict[tuple[str, str], PyTorchJobObj | str],
 ) -> dict[str, Job]:
     members: dict[str, list[Pod]] = defaultdict(list)
     succeeded: dict[str, int] = defaultdict(int)
@@ -94,8 +101,8 @@ def _job(
     b: LoadContext,
     key: str,
     plist: list[Pod],
-    groups: dict[tuple[str, str, str], PodGroupObj],
-    pytorch: dict[tuple[str, str], PyTorchJobObj],
+    groups: dict[tuple[str, str, str], PodGroupObj | str],
+    pytorch: dict[tuple[str, str], PyTorchJobObj | str],
 ) -> Job:
     first = plist[0]
     created = min((p.created for p in plist if p.created), default=None)
@@ -124,8 +131,8 @@ def _job_definition(
     b: LoadContext,
     key: str,
     plist: list[Pod],
-    groups: dict[tuple[str, str, str], PodGroupObj],
-    pytorch: dict[tuple[str, str], PyTorchJobObj],
+    groups: dict[tuple[str, str, str], PodGroupObj | str],
+    pytorch: dict[tuple[str, str], PyTorchJobObj | str],
     base: dict[str, Any],
 ) -> Job:
     first = plist[0]
@@ -135,7 +142,10 @@ def _job_definition(
     ns, _, group = ref.partition("/")
     name = f"{ns}/{group}"
     if kind == "kubeflow":  # no PodGroup
-        return kubeflow_job(b, name, pytorch.get((ns, group)), len(plist), base)
+        pj = pytorch.get((ns, group))
+        if isinstance(pj, str):
+            return Job(name=name, source=f"PyTorchJob {name}", invalid=pj, **base)
+        return kubeflow_job(b, name, pj, len(plist), base)
     api = {"sp": SP_GROUPS, "volcano": (VOLCANO_GROUP,), "k8s": (K8S_GROUP,)}[kind]
     pg = next((groups[(g, ns, group)] for g in api if (g, ns, group) in groups), None)
     if pg is None:
@@ -149,6 +159,8 @@ def _job_definition(
             ),
             **base,
         )
+    if isinstance(pg, str):
+        return Job(name=name, source=f"PodGroup {name}", invalid=pg, **base)
     return _from_podgroup(b, kind, pg, name, base, pytorch)
 
 
@@ -158,15 +170,22 @@ def _from_podgroup(
     pg: PodGroupObj,
     name: str,
     base: dict[str, Any],
-    pytorch: dict[tuple[str, str], PyTorchJobObj],
+    pytorch: dict[tuple[str, str], PyTorchJobObj | str],
 ) -> Job:
     obj = f"PodGroup {name}"
     if kind == "k8s":
         gang = (pg.spec.scheduling_policy or {}).get("gang") or {}
+        if not isinstance(gang, dict):
+            return Job(
+                name=name,
+                source=obj,
+                invalid=b.error(obj, "spec.schedulingPolicy.gang", f"not an object: {gang!r}"),
+                **base,
+            )
         min_member, fld = gang.get("minCount"), "spec.schedulingPolicy.gang.minCount"
     else:
         min_member, fld = pg.spec.min_member, "spec.minMember"
-    if not isinstance(min_member, int) or min_member < 1:
+    if isinstance(min_member, bool) or not isinstance(min_member, int) or min_member < 1:
         return Job(
             name=name,
             source=obj,
@@ -177,6 +196,8 @@ def _from_podgroup(
     max_member: int = min_member
     pj = pytorch.get((pg.metadata.namespace or "default", pg.metadata.name))
     invalid = None
+    if isinstance(pj, str):
+        invalid, pj = pj, None
     if f"{ANN}max-member" not in anns and pj and pj.spec.elastic_policy:
         min_member, max_member, src = pytorch_range(pj, min_member)
         invalid = no_guaranteed_pod(b, pj, src, min_member)
@@ -186,9 +207,11 @@ def _from_podgroup(
             )
     if f"{ANN}max-member" in anns:
         text = anns[f"{ANN}max-member"]
-        if not text.strip().isdigit():
+        if not _DIGITS.fullmatch(text.strip()):
             invalid = b.error(
-                obj, f"metadata.annotations[{ANN}max-member]", f"not an integer: {text!r}"
+                obj,
+                f"metadata.annotations[{ANN}max-member]",
+                f"not a whole number of at most 9 digits: {text!r}",
             )
         else:
             max_member = int(text)
@@ -210,6 +233,7 @@ def _from_podgroup(
     if pg.metadata.creation_timestamp:
         fields["created"] = pg.metadata.creation_timestamp
     if pg.spec.schedule_timeout_seconds is not None and pg.spec.schedule_timeout_seconds > 0:
+        # an int32 (the API server refuses more), so the sum with a timestamp stays a date
         fields["schedule_timeout"] = timedelta(seconds=pg.spec.schedule_timeout_seconds)
     return Job(
         name=name,

@@ -18,7 +18,7 @@ from typing import Any
 
 from solver_sched.domain.cluster import Node, Pod
 from solver_sched.domain.snapshot import ClusterSnapshot, InputError
-from solver_sched.io.context import LoadContext
+from solver_sched.io.context import TWICE, LoadContext, raw_key
 from solver_sched.io.gangs import jobs_from, pod_groups
 from solver_sched.io.gcpause import gc_paused
 from solver_sched.io.kubeflow import pytorch_jobs
@@ -87,15 +87,28 @@ def _snapshot(
     for raw in by_kind["Node"]:
         n = parsed.get(b, raw, ("node", id(raw)), partial(node_from, b, raw))
         if n is not None:
+            if n.name in nodes:
+                b.error(f"Node {n.name}", "metadata.name", TWICE)
             nodes[n.name] = n
     pods: dict[str, Pod] = {}
+    unknown_room: dict[str, str] = {}  # node -> the pod on it whose requests are unknown
     for raw in by_kind["Pod"]:
         spec = raw.get("spec")
         on = nodes.get(str(spec.get("nodeName") or "")) if isinstance(spec, dict) else None
         key = ("pod", id(raw), id(on), classes)
         p = parsed.get(b, raw, key, partial(pod_from, b, raw, nodes))
         if p is not None:
+            if p.name in pods:
+                b.error(f"Pod {p.name}", "metadata.name", TWICE)
             pods[p.name] = p
+            if p.unread and p.bound and on is not None:
+                unknown_room.setdefault(on.name, f"pod {p.name}")
+        elif on is not None and _holds_node(raw):
+            unknown_room.setdefault(on.name, f"pod {'/'.join(raw_key(raw) or ('(unnamed)',))}")
+    for name, pod in unknown_room.items():  # nothing more is bound there until it reads again
+        if nodes[name].invalid is None:
+            why = f"{pod} on it could not be read (see its error): its free room is unknown"
+            nodes[name] = replace(nodes[name], invalid=why)
     quota = quota_tree(b, by_kind["ElasticQuotaTree"])
     groups = pod_groups(b, by_kind["PodGroup"])
     pytorch = pytorch_jobs(b, by_kind["PyTorchJob"])
@@ -115,3 +128,10 @@ def _snapshot(
         errors=tuple(b.errors),
         topologies=topologies,
     )
+
+
+def _holds_node(raw: dict[str, Any]) -> bool:
+    """A pod that failed validation still holds its node unless its phase says it ended."""
+    status = raw.get("status")
+    phase = status.get("phase") if isinstance(status, dict) else None
+    return phase not in ("Succeeded", "Failed")

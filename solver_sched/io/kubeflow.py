@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from solver_sched.domain.cluster import Job
-from solver_sched.io.context import LoadContext, parse
+from solver_sched.io.context import TWICE, LoadContext, parse_or_why, raw_key
 from solver_sched.io.job_annotations import job_scaling
 from solver_sched.io.objects import PyTorchJobObj
 
@@ -16,13 +16,17 @@ KUBEFLOW_JOB_LABEL = "training.kubeflow.org/job-name"
 
 def pytorch_jobs(
     b: LoadContext, raws: list[dict[str, Any]]
-) -> dict[tuple[str, str], PyTorchJobObj]:
-    """PyTorchJobs by (namespace, name)."""
-    pytorch = {}
+) -> dict[tuple[str, str], PyTorchJobObj | str]:
+    """PyTorchJobs by (namespace, name); one that failed validation as why, so its gang is held
+    with that reason rather than planned as if it had no PyTorchJob."""
+    pytorch: dict[tuple[str, str], PyTorchJobObj | str] = {}
     for raw in raws:
-        pj = parse(b, PyTorchJobObj, raw)
-        if pj:
-            pytorch[(pj.metadata.namespace or "default", pj.metadata.name)] = pj
+        key = raw_key(raw)
+        pj = parse_or_why(b, PyTorchJobObj, raw)
+        if key is not None:
+            if key in pytorch:
+                b.error(f"PyTorchJob {'/'.join(key)}", "metadata.name", TWICE)
+            pytorch[key] = pj
     return pytorch
 
 

@@ -5,11 +5,15 @@ raw here and are parsed by the builder, which can then name the object and field
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, Strict
 
 Quantity = str | int | float
+# The API server's int32 fields: a JSON integer in range, never a string or a boolean (which
+# pydantic's lax mode would turn into numbers the server never stores)
+Int32 = Annotated[int, Strict(), Field(ge=-(2**31), le=2**31 - 1)]
+Count32 = Annotated[int, Strict(), Field(ge=0, le=2**31 - 1)]
 
 
 class _Obj(BaseModel):
@@ -107,7 +111,7 @@ class PodSpec(_Obj):
     overhead: dict[str, Quantity] = Field(default_factory=dict)
     node_name: str | None = Field(default=None, alias="nodeName")
     scheduler_name: str = Field(default="default-scheduler", alias="schedulerName")
-    priority: int | None = None
+    priority: Int32 | None = None
     priority_class_name: str | None = Field(default=None, alias="priorityClassName")
     node_selector: dict[str, str] = Field(default_factory=dict, alias="nodeSelector")
     affinity: AffinityModel | None = None
@@ -130,7 +134,7 @@ class NetworkTopologyModel(_Obj):
     """Volcano's ``networkTopology`` (PodGroup and Job): hard or soft, up to a HyperNode tier."""
 
     mode: str = "hard"
-    highest_tier_allowed: int | None = Field(default=None, alias="highestTierAllowed")
+    highest_tier_allowed: Int32 | None = Field(default=None, alias="highestTierAllowed")
     highest_tier_name: str | None = Field(default=None, alias="highestTierName")
 
 
@@ -145,10 +149,10 @@ class SchedulingConstraintsModel(_Obj):
 
 
 class PodGroupSpec(_Obj):
-    min_member: int | None = Field(default=None, alias="minMember")
+    min_member: Int32 | None = Field(default=None, alias="minMember")
     queue: str | None = None
     priority_class_name: str | None = Field(default=None, alias="priorityClassName")
-    schedule_timeout_seconds: int | None = Field(default=None, alias="scheduleTimeoutSeconds")
+    schedule_timeout_seconds: Int32 | None = Field(default=None, alias="scheduleTimeoutSeconds")
     scheduling_policy: dict[str, Any] | None = Field(default=None, alias="schedulingPolicy")
     scheduling_constraints: SchedulingConstraintsModel | None = Field(
         default=None, alias="schedulingConstraints"
@@ -163,12 +167,12 @@ class PodGroupObj(_Obj):
 
 
 class ElasticPolicy(_Obj):
-    min_replicas: int | None = Field(default=None, alias="minReplicas")
-    max_replicas: int | None = Field(default=None, alias="maxReplicas")
+    min_replicas: Int32 | None = Field(default=None, alias="minReplicas")
+    max_replicas: Int32 | None = Field(default=None, alias="maxReplicas")
 
 
 class ReplicaSpec(_Obj):
-    replicas: int = 1
+    replicas: Count32 = 1
 
 
 class PyTorchJobSpec(_Obj):
@@ -205,7 +209,7 @@ class ElasticQuotaTreeObj(_Obj):
 
 class PriorityClassObj(_Obj):
     metadata: Meta
-    value: int
+    value: Int32
     global_default: bool = Field(default=False, alias="globalDefault")
 
 

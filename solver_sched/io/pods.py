@@ -20,6 +20,7 @@ _INDEX_LABELS = (
     "apps.kubernetes.io/pod-index",
     "volcano.sh/task-index",
 )
+_INDEX = re.compile(r"[0-9]{1,18}")  # ASCII and bounded: int() refuses "²" and 5,000 digits
 
 
 def _container_requests(b: LoadContext, obj: str, fld: str, c: Container) -> dict[str, int] | str:
@@ -109,9 +110,9 @@ def _order(p: PodObj) -> tuple[int, int, str]:
         else 1
     )
     for key in _INDEX_LABELS:
-        if labels.get(key, "").isdigit():
+        if _INDEX.fullmatch(labels.get(key, "")):
             return rank, int(labels[key]), p.metadata.name
-    m = re.search(r"(\d+)$", p.metadata.name)
+    m = re.search(r"([0-9]{1,18})$", p.metadata.name)
     return rank, int(m.group(1)) if m else 0, p.metadata.name
 
 
@@ -133,6 +134,15 @@ def pod_from(b: LoadContext, raw: dict[str, Any], nodes: dict[str, Node]) -> Pod
     priority = p.spec.priority
     if priority is None:
         priority = b.priority_classes.get(p.spec.priority_class_name or "", b.default_priority)
+    invalid = requests if isinstance(requests, str) else bad_topology
+    node = nodes.get(p.spec.node_name or "")
+    if p.spec.node_name and node is None and invalid is None:
+        # a deleted node's pods stay bound until the pod GC removes them; a node left out as
+        # unreadable is reported itself: the pod's gang is left as it is meanwhile
+        invalid = (
+            f"Pod {name}: spec.nodeName: bound to node {p.spec.node_name}, which is not in the "
+            "cluster (deleted, or rejected as unreadable); its gang is left as it is"
+        )
     return Pod(
         name=name,
         namespace=ns,
@@ -140,15 +150,16 @@ def pod_from(b: LoadContext, raw: dict[str, Any], nodes: dict[str, Node]) -> Pod
         job=group_key(p) or name,
         scheduler_name=p.spec.scheduler_name,
         node_name=p.spec.node_name or None,  # "" is how some clients write "unscheduled"
-        cluster=node.cluster if (node := nodes.get(p.spec.node_name or "")) else DEFAULT_CLUSTER,
+        cluster=node.cluster if node is not None else DEFAULT_CLUSTER,
         phase=phase,
         priority=priority,
         constraints=_constraints(b, p),
         order=_order(p),
         created=p.metadata.creation_timestamp,
-        invalid=requests if isinstance(requests, str) else bad_topology,
+        invalid=invalid,
         topology=topology if not isinstance(topology, str) else None,
         terminating=p.metadata.deletion_timestamp is not None,
         uid=p.metadata.uid,
         nominated=p.status.nominated_node_name or None,
+        unread=isinstance(requests, str),
     )

@@ -36,7 +36,19 @@ def quota_tree(b: LoadContext, raws: list[dict[str, Any]]) -> QuotaTree:
             else:
                 owner[ns] = key
 
+    inside: set[int] = set()  # the raw queues on the walk's path: a YAML alias can loop
+
     def walk(raw: Any, parent: str | None, path: str) -> None:
+        if id(raw) in inside:
+            b.error(obj, path, "a queue inside itself (a YAML alias to an ancestor): left out")
+            return
+        inside.add(id(raw))
+        try:
+            visit(raw, parent, path)
+        finally:
+            inside.discard(id(raw))
+
+    def visit(raw: Any, parent: str | None, path: str) -> None:
         found = len(b.errors)
         if isinstance(raw, dict):
             node = parse(b, QuotaNodeModel, raw, obj, path)
@@ -88,4 +100,6 @@ def _raw_name(raw: Any) -> str | None:
 
 def _raw_strings(raw: Any, key: str) -> list[str]:
     value = raw.get(key) if isinstance(raw, dict) else None
+    if isinstance(value, str):  # one namespace written as a string: still this queue's
+        return [value]
     return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []

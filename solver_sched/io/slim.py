@@ -23,7 +23,8 @@ Tree = dict[str, "Tree | None"]  # field -> what to keep of its value (None: all
 
 
 def slim(obj: dict[str, Any]) -> dict[str, Any]:
-    model = MODEL_OF_KIND.get(obj.get("kind"))  # type: ignore[arg-type]
+    kind = obj.get("kind")
+    model = MODEL_OF_KIND.get(kind) if isinstance(kind, str) else None
     if model is None:
         return obj
     return _keep(obj, _tree(model))  # type: ignore[no-any-return]

@@ -12,6 +12,7 @@ from solver_sched.domain import resources as res
 from solver_sched.domain.cluster import Job, Pod
 from solver_sched.domain.quota import MAX_JOBS
 from solver_sched.domain.topology import Mode, short
+from solver_sched.formulation.classes import no_node_reason
 from solver_sched.formulation.problem import JobModel
 from solver_sched.formulation.sizes import change_to
 from solver_sched.placement.state import PlanState
@@ -81,6 +82,9 @@ def explain(
     if topo:
         return topo
     if missing:
+        stuck = next((p for p in missing if not st.nodes.feasible(p)), None)
+        if stuck is not None:  # no node could hold it even empty: the room is not the reason
+            return no_node_reason(st.snapshot, stuck)
         pod = missing[0]
         (room0, free0), (room, free) = _room(st, pod, rooms if rooms is not None else {})
         n = len(missing)

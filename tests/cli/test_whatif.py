@@ -268,16 +268,35 @@ def test_binary_file_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path)
             id="bad-cooldown",
         ),
         pytest.param({"settings": {"bogus": 1}}, "settings.bogus", id="unknown-field"),
+        pytest.param(
+            {"settings": {"randomSeed": 3 * 10**9}}, "settings.randomSeed", id="seed-over-int32"
+        ),
+        pytest.param(
+            {"settings": {"defaultCooldown": "99999999999999999999h"}},
+            "settings.defaultCooldown",
+            id="cooldown-beyond-go-duration",
+        ),
+        pytest.param([], "(root)", id="empty-list-not-a-mapping"),
+        pytest.param(0, "(root)", id="zero-not-a-mapping"),
     ],
 )
 def test_invalid_config_exits_2_naming_the_field(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path, config: dict[str, Any], needle: str
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, config: object, needle: str
 ) -> None:
     cfg = tmp_path / "config.yaml"
     cfg.write_text(yaml.safe_dump(config))
     rc, out, err = run(capsys, MODELS / "gang-8-on-5.yaml", "--config", cfg, "--now", NOW)
     assert rc == 2 and out == ""
     assert needle in err and str(cfg) in err and "Traceback" not in err
+
+
+def test_a_config_that_is_not_utf8_exits_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    cfg = tmp_path / "config.yaml"
+    cfg.write_bytes(b"\xff\xfesettings: {}\n")
+    rc, _, err = run(capsys, MODELS / "gang-8-on-5.yaml", "--config", cfg, "--now", NOW)
+    assert rc == 2 and str(cfg) in err and "Traceback" not in err
 
 
 def test_missing_config_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

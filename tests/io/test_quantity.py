@@ -72,6 +72,7 @@ def test_gpu_is_integer_units(text: object, expected: int) -> None:
         pytest.param("1Gb", id="unknown-suffix"),
         pytest.param("Gi", id="suffix-only"),
         pytest.param("1 Gi", id="inner-space"),
+        pytest.param("\u0664", id="arabic-indic-digit"),  # int() reads it, Kubernetes not
     ],
 )
 def test_invalid_quantity_raises_value_error(text: str, resource: str) -> None:
