@@ -30,6 +30,14 @@ exit codes: 0 done (a plan was printed), 1 no plan passed the feasibility checke
 `solver-sched COMMAND --help` describes each command's flags."""
 
 
+def seconds(text: str) -> float:
+    """A positive, finite number of seconds (argparse names the flag when this refuses)."""
+    value = float(text)
+    if not 0 < value < float("inf"):
+        raise ValueError(text)
+    return value
+
+
 def _now(text: str) -> datetime:
     try:
         value = datetime.fromisoformat(text.replace("Z", "+00:00"))
@@ -54,7 +62,7 @@ def _parser() -> argparse.ArgumentParser:
     w.add_argument("--solver", choices=BACKENDS, help="default: the config's (cpsat)")
     w.add_argument(
         "--time-limit",
-        type=float,
+        type=seconds,
         help="seconds of search, whatever the cycle's budget (which still bounds greedy's other "
         "plans); default: the cycle's budget by cluster size, the controller's",
     )

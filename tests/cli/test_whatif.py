@@ -509,3 +509,12 @@ def test_time_limit_is_the_searchs_and_the_budget_bounds_greedys_other_plans(
     assert tried == []
     if not fleet:  # without --time-limit the spent budget leaves no search at all
         assert run_json(capsys, *base)["status"] not in ("OPTIMAL", "FEASIBLE")
+
+
+@pytest.mark.parametrize("limit", ["0", "-5", "nan", "inf"])
+def test_a_time_limit_that_is_not_a_positive_number_exits_2(
+    capsys: pytest.CaptureFixture[str], limit: str
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        run(capsys, MODELS / "gang-8-on-5.yaml", "--time-limit", limit, "--now", NOW)
+    assert exc.value.code == 2 and "--time-limit" in capsys.readouterr().err
