@@ -106,7 +106,15 @@ def aggregate(problem: Problem, age: Callable[[str], Any] = str) -> Problem:
     return replace(
         problem,
         jobs=tuple(jobs),
-        quotas=tuple(replace(row, jobs=_remap(row.jobs, index)) for row in problem.quotas),
+        quotas=tuple(
+            replace(
+                row,
+                jobs=_remap(row.jobs, index),
+                breakable=_remap(row.breakable, index),  # never merged (break_needs)
+                licensed=frozenset(_remap(tuple(row.licensed), index)),  # same queue, priority
+            )
+            for row in problem.quotas
+        ),
         triggers={k: _remap(v, index) for k, v in problem.triggers.items()},
     )
 

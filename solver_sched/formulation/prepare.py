@@ -23,7 +23,7 @@ from solver_sched.formulation.band import (
 from solver_sched.formulation.classes import node_classes, note_unplaceable, pod_shapes, shape_fit
 from solver_sched.formulation.jobs import active_jobs, job_model, job_states
 from solver_sched.formulation.problem import Problem
-from solver_sched.formulation.quota_rows import borrowing_and_below, quota_rows
+from solver_sched.formulation.quota_rows import borrowing_and_below, licences, quota_rows
 from solver_sched.formulation.scale_in import scale_in_orders
 from solver_sched.formulation.start_bonus import withholdings
 from solver_sched.formulation.ties import tie_weights
@@ -92,7 +92,8 @@ def prepare(
         jobs = tuple(
             replace(jm, withholds=w) if (w := withheld.get(jm.name)) else jm for jm in jobs
         )
-    quotas = quota_rows(snapshot, jobs, active, usage_now, borrowing)
+    triggers = starters(jobs, below_min)
+    quotas = licences(quota_rows(snapshot, jobs, active, usage_now, borrowing), jobs, triggers)
     open_domains = free_domains(snapshot, topology, keys) if weights.fragmentation else ()
     per_level: dict[str, set[object]] = {}
     for c in classes:
@@ -120,7 +121,7 @@ def prepare(
         quotas=quotas,
         resources=relevant,
         class_capacity={c.id: {r: q * len(c.nodes) for r, q in c.free.items()} for c in classes},
-        triggers=starters(jobs, below_min),
+        triggers=triggers,
         clusters=tuple(sorted({n.cluster for n in snapshot.nodes.values()})),
         band=band,
         gang_break=weights.gang_break,

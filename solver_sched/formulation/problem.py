@@ -92,6 +92,13 @@ class JobModel:
         k = self.option_index(size)
         return None if k is None else self.options[k]
 
+    def held_at(self, size: int) -> SizeOption | None:
+        """The option whose usage the job holds, at size, for the members of a quota row that
+        may not break it (rule 3b): broken (size 0), it still holds its smallest size."""
+        if size == 0 and self.break_needs and self.running_ok:
+            return min(self.options[1:], key=lambda o: o.size)
+        return self.option(size)
+
     def guaranteed_gpus_at(self, size: int) -> int:
         """GPUs of the guaranteed part at size (0 below the min or at a size that is no option)."""
         o = self.option(size)
@@ -109,6 +116,11 @@ class QuotaRow:
     jobs_cap: int | None  # running member jobs <= jobs_cap
     fixed: Resources = field(default_factory=dict)  # usage held by pods outside the model
     min_gpus: int = 0  # GPUs of the queue's min that member jobs can still cover (leaves only)
+    # Rule 3b (rules/quota.py): member gangs a start may break, and the member starts that may
+    # break one of them. What such a break frees in this row is theirs: every other member sees
+    # a broken one at its smallest size. Empty where no other member could grow into it.
+    breakable: tuple[int, ...] = ()
+    licensed: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True)

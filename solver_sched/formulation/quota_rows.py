@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping
+from dataclasses import replace
 
 from solver_sched.domain import resources as res
 from solver_sched.domain.quota import IMPLICIT_QUEUE, MAX_JOBS
@@ -72,3 +73,31 @@ def quota_rows(
             min_gpus = min(reach, max(0, queue.min.get(res.GPU, 0) - fixed.get(res.GPU, 0)))
         rows.append(QuotaRow(name, tuple(members[name]), cap, floor, jobs_cap, fixed, min_gpus))
     return tuple(rows)
+
+
+def licences(
+    rows: tuple[QuotaRow, ...],
+    jobs: tuple[JobModel, ...],
+    triggers: Mapping[str, tuple[int, ...]],
+) -> tuple[QuotaRow, ...]:
+    """Each row with the gangs a start may break among its members and the member starts that
+    may break one of them (rule 3b), where some other member could grow into what a break frees;
+    without such a member the row's own caps already say it all."""
+    fired: dict[int, set[str]] = defaultdict(set)
+    for key, starts in triggers.items():
+        for j in starts:
+            fired[j].add(key)
+    out = []
+    for row in rows:
+        breakable = tuple(j for j in row.jobs if jobs[j].running_ok and jobs[j].break_needs)
+        held = {k for j in breakable for k in jobs[j].break_needs}
+        licensed = frozenset(j for j in row.jobs if jobs[j].starting and fired[j] & held)
+        grows = any(
+            max(o.size for o in jobs[j].options) > jobs[j].current
+            for j in row.jobs
+            if j not in licensed
+        )
+        if breakable and grows and (row.cap or row.jobs_cap is not None):
+            row = replace(row, breakable=breakable, licensed=licensed)
+        out.append(row)
+    return tuple(out)

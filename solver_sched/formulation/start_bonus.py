@@ -23,6 +23,10 @@ only through higher tiers or the queue mins, as without the bonus. Withholding s
 a break that starts nothing of g's tier costs no bonus at all (a legitimate preemption or reclaim
 is priced as without the bonus); only when gangs of g's tier start elsewhere in the same cycle is
 the preemption charged for them, and they are running by the next cycle.
+
+The argument counts g's room in value units, which is what GPUs and nodes are; a max-jobs slot or
+another resource's cap is not (one 1-GPU gang's slot can let a 4-GPU gang start). Those rooms are
+kept for the licensed starts by a constraint instead: rule 3b (rules/quota.py).
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from solver_sched.placement.nodes import NodeState
 from solver_sched.placement.topology import DomainIndex, place
 
 Chooser = Callable[[Pod, str], "str | None"]  # (pod, cluster) -> node
+HELD = "held by gangs only other starts may break"  # rule 3b's block, after the resource
 
 
 class PlanState:
@@ -68,6 +69,31 @@ class PlanState:
             sum(problem.jobs[j].guaranteed_gpus_at(problem.jobs[j].current) for j in row.jobs)
             for row in problem.quotas
         ]
+        # Rule 3b: per row with gangs a start may break, usage and running jobs as the members
+        # that may break none of them see it (a broken one holds its smallest size)
+        self.views_of: dict[int, list[int]] = {}
+        self.view: dict[int, dict[str, int]] = {}
+        self.view_running: dict[int, int] = {}
+        for r, row in enumerate(problem.quotas):
+            if not row.breakable:
+                continue
+            u = {}
+            count = 0
+            for j in row.jobs:
+                if j not in row.licensed:
+                    self.views_of.setdefault(j, []).append(r)
+                    res.add_into(u, self.held_usage(j, problem.jobs[j].current))
+                    count += self.held_runs(j, problem.jobs[j].current)
+            self.view[r], self.view_running[r] = u, count
+
+    def held_usage(self, j: int, size: int) -> res.Resources:
+        """``usage_at``, but a gang a start may break holds its smallest size when broken."""
+        o = self.problem.jobs[j].held_at(size)
+        return o.usage if o is not None else self.usage_at(j, size)
+
+    def held_runs(self, j: int, size: int) -> int:
+        jm = self.problem.jobs[j]
+        return int(size > 0 or bool(jm.break_needs and jm.running_ok))
 
     def usage_at(self, j: int, size: int) -> res.Resources:
         jm = self.problem.jobs[j]
@@ -108,8 +134,30 @@ class PlanState:
             if hit:
                 out.append((r, hit))
                 if first_only:
+                    return out
+        for r in self.views_of.get(j, ()):
+            hit = self._view_block(r, j, size)
+            if hit:
+                out.append((r, hit))
+                if first_only:
                     break
         return out
+
+    def _view_block(self, r: int, j: int, size: int) -> str | None:
+        """Rule 3b: the cap or max-jobs of row r that moving job j (a member that may break none
+        of the row's breakable gangs) to size breaks, counting broken ones at their smallest."""
+        row = self.problem.quotas[r]
+        now = self.size[self.problem.jobs[j].name]
+        old, new = self.held_usage(j, now), self.held_usage(j, size)
+        usage = self.view[r]
+        for name, cap in row.cap.items():
+            was, will = old.get(name, 0), new.get(name, 0)
+            if will > was and usage.get(name, 0) - was + will > cap:
+                return f"{name} {HELD}"
+        runs = self.held_runs(j, size) - self.held_runs(j, now)
+        if row.jobs_cap is not None and runs > 0 and self.view_running[r] + runs > row.jobs_cap:
+            return f"{MAX_JOBS} {HELD}"
+        return None
 
     def _floor_slack(self, r: int, coming: res.Resources) -> int | None:
         """Settled usage (plus ``coming``) minus floor, for row r's tightest resource; None
@@ -359,6 +407,12 @@ class PlanState:
             res.add_into(self.settled[r], settled_delta)
             self.running_jobs[r] += started
             self.covered[r] += covered
+        views = self.views_of.get(j, ())
+        held_delta = res.sub(self.held_usage(j, size), self.held_usage(j, old)) if views else {}
+        held_runs = self.held_runs(j, size) - self.held_runs(j, old) if views else 0
+        for r in views:
+            res.add_into(self.view[r], held_delta)
+            self.view_running[r] += held_runs
         self.size[name] = size
         self.unsettled.discard(j)
         if size > old:
@@ -370,6 +424,9 @@ class PlanState:
                 self.running_jobs[r] -= started
                 res.add_into(self.settled[r], settled_delta, -1)
                 self.covered[r] -= covered
+            for r in views:
+                res.add_into(self.view[r], held_delta, -1)
+                self.view_running[r] -= held_runs
             self.size[name] = old
             if old > size:
                 self.grown.append(j)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import datetime
 
+from solver_sched.domain import resources as res
 from solver_sched.domain.cluster import Job
 from solver_sched.domain.plan import Plan
 from solver_sched.domain.quota import MAX_JOBS
@@ -83,6 +84,8 @@ def check(
         if touched or any(p in evicted for p in job.pods):
             _required_topology(snapshot, topology, job, after, bad)
     _quota(snapshot, usage_before, usage_after, irregular, bad)
+    licences = _Licences(snapshot, starts, irregular, priority_preemption, queue_reclaim)
+    licences.check(before_size, after_size, after, usage_before, usage_after, bad)
     return bad
 
 
@@ -289,3 +292,90 @@ def _quota(
             floor = min(m, b - forced[name].get(r, 0))
             if b > m and a < floor:
                 bad.append(f"queue {name}: {r} {a} in use < {floor}, its min {m} (borrowing {b})")
+
+
+class _Licences:
+    """Rule 3b, from the rules themselves: what breaking a gang frees in a queue's max belongs
+    to the starts that may break it. Every other job of the queue must fit with each broken
+    gang counted at its smallest allowed size. Only ever looser than the model's rows: a job
+    counts as licensed when it may break any gang of the queue that ran at an allowed size."""
+
+    def __init__(
+        self,
+        snapshot: ClusterSnapshot,
+        starts: _Starts,
+        irregular: list[str],
+        priority_preemption: bool,
+        queue_reclaim: bool,
+    ) -> None:
+        self.snapshot, self.starts = snapshot, starts
+        self.pp, self.qr = priority_preemption, queue_reclaim
+        self.irregular = set(irregular)  # and pending: not at an allowed size before
+        self.queue_of: dict[str, str] = {}
+        self.chain: dict[str, set[str]] = {}
+
+    def check(
+        self,
+        before_size: dict[str, int],
+        after_size: dict[str, int],
+        after: dict[str, str],
+        usage_before: dict[str, dict[str, int]],
+        usage_after: dict[str, dict[str, int]],
+        bad: list[str],
+    ) -> None:
+        jobs = self.snapshot.jobs
+        regular = [n for n in jobs if n not in self.irregular and before_size[n] > 0]
+        broken = [n for n in regular if after_size[n] == 0]
+        if not broken or not self.snapshot.quota.queues:
+            return
+        self.queue_of = {n: self.snapshot.queue_of(j) for n, j in jobs.items()}
+        self.chain = {q: set(self.snapshot.quota.chain(q)) for q in set(self.queue_of.values())}
+        lowest: dict[str, int] = {}  # leaf -> lowest priority of its regular gangs
+        for n in regular:
+            leaf = self.queue_of[n]
+            lowest[leaf] = min(lowest.get(leaf, jobs[n].priority), jobs[n].priority)
+        # the jobs that were not running at an allowed size, placed by the plan
+        placed = [n for n in jobs if after_size[n] and (n in self.irregular or not before_size[n])]
+        for name, q in sorted(self.snapshot.quota.queues.items()):
+            limits = dict(q.max)
+            if q.max_jobs is not None:
+                limits[MAX_JOBS] = q.max_jobs
+            mine = [g for g in broken if name in self.chain[self.queue_of[g]]]
+            if not limits or not mine:
+                continue
+            borrowers = {
+                self.queue_of[g]
+                for g in regular
+                if name in self.chain[self.queue_of[g]] and self.starts.borrowing(self.queue_of[g])
+            }
+            view = dict(usage_after[name])
+            for h in placed:
+                leaf = self.queue_of[h]
+                if name in self.chain[leaf] and self._may_break(h, leaf, lowest, borrowers):
+                    pods = (self.snapshot.pods[p] for p in jobs[h].pods if p in after)
+                    res.add_into(view, res.total(p.requests for p in pods), -1)
+                    view[MAX_JOBS] = view.get(MAX_JOBS, 0) - 1
+            for g in mine:
+                job = jobs[g]
+                held = self.snapshot.running_pods(job)[: min(job.allowed_sizes())]
+                res.add_into(view, res.total(p.requests for p in held))
+                view[MAX_JOBS] = view.get(MAX_JOBS, 0) + 1
+            for r, m in sorted(limits.items()):
+                if view.get(r, 0) > max(m, usage_before[name].get(r, 0)):
+                    bad.append(
+                        f"queue {name}: {r} {view.get(r, 0)} > max {m} with broken gangs "
+                        f"{sorted(mine)} counted at their smallest size: a start that may not "
+                        f"break them uses what they freed"
+                    )
+
+    def _may_break(self, h: str, leaf: str, lowest: dict[str, int], borrowers: set[str]) -> bool:
+        if (
+            self.pp
+            and lowest.get(leaf, self.snapshot.jobs[h].priority) < self.snapshot.jobs[h].priority
+        ):
+            return True
+        return (
+            self.qr
+            and bool(borrowers - {leaf})
+            and _below_min(self.snapshot, leaf, self.starts.usage)
+        )

@@ -14,7 +14,7 @@ from solver_sched.planning.pack import minimize_evictions
 from solver_sched.solvers.greedy import greedy_plan, queue_order, start_order
 from solver_sched.synthetic import SIZES, preset_objects
 from solver_sched.synthetic.topology import TOPOLOGY_PRESETS, topology_objects
-from tests.support.builders import NOW, config, gang, node, quota_tree, snapshot
+from tests.support.builders import NOW, config, gang, node, quota_tree, reclaim_swap, snapshot
 
 
 def _queues_a_and_b() -> dict[str, object]:
@@ -160,3 +160,21 @@ def test_a_floor_test_reads_the_jobs_usage_at_its_size_now() -> None:
     assert st.resize(e, 4, check_quota=False) and st.size["team-a/e"] == 4
     assert st.floor_blocks(e, 2, rows, {}) == []
     assert st.floor_blocks(e, 0, rows, {}) == rows
+
+
+def test_greedy_sees_a_broken_gang_hold_its_slot_for_starts_that_may_not_break_it() -> None:
+    """Rule 3b in the plan state: with a1 and z broken for bnew's reclaim, c (which may break
+    neither) still meets both in the root's max-jobs; bnew, which may, does not."""
+    st = _plan_state(snapshot(*reclaim_swap()))
+    j = st.index
+    for name, size in (("qc/a1", 0), ("qc/z", 0)):
+        assert st.resize(j[name], size, check_quota=False)
+    root = next(r for r, row in enumerate(st.problem.quotas) if row.queue == "root")
+    assert st.quota_blocks(j["qc/c"], 4) == [
+        (root, "kube-queue/max-jobs held by gangs only other starts may break")
+    ]
+    assert st.quota_blocks(j["qb/bnew"], 1) == []
+    mark = st.mark()
+    assert st.resize(j["qb/bnew"], 1)
+    st.rollback(mark)  # and the journal gives the view back
+    assert st.view_running[root] == 2 and st.quota_blocks(j["qb/bnew"], 1) == []

@@ -17,6 +17,7 @@ from tests.support.builders import (
     pod,
     pod_group,
     quota_tree,
+    reclaim_swap,
     snapshot,
 )
 
@@ -602,3 +603,39 @@ def test_the_first_of_two_pods_evicted_is_named() -> None:
     )
     violations = check(snap, Plan(evictions=(evict("el", "el-worker-0"),)), NOW)
     assert any("evicts its first pod default/el-worker-0" in v for v in violations), violations
+
+
+def _swap_plan(broken: tuple[str, ...], c: bool) -> Plan:
+    """bnew bound, the qc gangs in ``broken`` evicted, and c's 4 pods bound if ``c``."""
+    binds = [bind("bnew-worker-0", "n1", ns="qb")]
+    if c:
+        binds += gang_binds("c", 4, "n2", ns="qc")
+    evictions = tuple(evict(g, f"{g}-worker-0", ns="qc") for g in broken)
+    return Plan(binds=tuple(binds), evictions=evictions)
+
+
+@pytest.mark.parametrize(
+    ("z_priority", "broken", "c", "ok"),
+    [
+        pytest.param(1000, ("a1", "z"), True, False, id="c-takes-a-slot-it-may-not-break-for"),
+        pytest.param(1000, ("a1",), False, True, id="one-broken-for-bnew"),
+        pytest.param(0, ("a1", "z"), True, True, id="c-breaks-z-it-outranks"),
+    ],
+)
+def test_the_room_a_break_frees_goes_to_starts_that_may_break(
+    z_priority: int, broken: tuple[str, ...], c: bool, ok: bool
+) -> None:
+    snap = snapshot(*reclaim_swap(z_priority=z_priority))
+    bad = check(snap, _swap_plan(broken, c), NOW)
+    assert (bad == []) is ok
+    if not ok:
+        assert bad == [
+            "queue root: kube-queue/max-jobs 3 > max 2 with broken gangs ['qc/a1', 'qc/z'] "
+            "counted at their smallest size: a start that may not break them uses what they freed"
+        ]
+
+
+def test_a_cap_freed_by_a_break_is_checked_as_the_max_jobs() -> None:
+    snap = snapshot(*reclaim_swap(qc_cpu="8"))
+    bad = check(snap, _swap_plan(("z",), True), NOW)
+    assert any(b.startswith("queue qc: cpu 12000 > max 8") for b in bad)

@@ -57,6 +57,33 @@ def on_node_only(p: dict[str, Any], node_name: str) -> dict[str, Any]:
     return p
 
 
+def reclaim_swap(
+    z_priority: int = 1000, qc_cpu: str | None = None, with_c: bool = True
+) -> list[Any]:
+    """qb (min 8 GPUs, idle) waits with bnew; qc (no min: all it uses is borrowed) runs a1 and z
+    (one pod each) and waits with c (4 pods); the root runs at most 2 jobs. bnew may break a1 or
+    z (reclaim); c may break z only if it outranks z. ``qc_cpu``: qc's cpu max."""
+    qc: dict[str, Any] = {"name": "qc", "namespaces": ["qc"]}
+    if qc_cpu:
+        qc["max"] = {"cpu": qc_cpu}
+    root = {
+        "name": "root",
+        "max": {"kube-queue/max-jobs": "2"},
+        "children": [
+            {"name": "qb", "namespaces": ["qb"], "min": {"nvidia.com/gpu": "8"}},
+            qc,
+        ],
+    }
+    return [
+        *(node(f"n{i}") for i in range(3)),
+        quota_tree(root),
+        gang("a1", 1, namespace="qc", running_on=["n0"], priority=1000),
+        gang("z", 1, namespace="qc", running_on=["n0"], priority=z_priority),
+        *(gang("c", 4, namespace="qc", priority=1000, cpu="1") if with_c else []),
+        gang("bnew", 1, namespace="qb", priority=0),
+    ]
+
+
 def snapshot(*groups: dict[str, Any] | list[dict[str, Any]]) -> ClusterSnapshot:
     objs: list[dict[str, Any]] = []
     for g in groups:

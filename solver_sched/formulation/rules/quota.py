@@ -10,13 +10,21 @@ the GPUs of each leaf's min held by guaranteed parts, and the guaranteed band re
 quota_min_weight * u[q]. A queue below its min therefore wins capacity back from borrowing queues
 even against higher priorities there; elastic pods never count, so rule 4 still holds.
 The floor leaves out gangs that must change anyway (partial or irregular sizes).
+
+Rule 3b: what a licensed break frees in a row belongs to the starts that may break (rules 5-6).
+With B the row's members a start may break and L its starting members that may break one of
+them, every other member must fit as if no gang of B were broken:
+sum_{j in q, j not in L} sum_s held[j,s,r] y[j,s] <= cap[q,r], held[g,0] = usage[g,smallest] for
+g in B (usage otherwise), and sum_{j not in L} run_j + sum_{g in B} y[g,0] <= jobs_cap[q].
+Without it a start in a below-min queue licenses breaking every borrowing gang, and a start of
+equal priority takes the second gang's slot. Shrinks stay open to all (rule 4's ``any``).
 """
 
 from __future__ import annotations
 
 from solver_sched.domain.quota import MAX_JOBS
 from solver_sched.formulation.linear import LinearModel, Terms
-from solver_sched.formulation.problem import Problem
+from solver_sched.formulation.problem import Problem, QuotaRow
 from solver_sched.formulation.variables import Vars
 
 
@@ -49,3 +57,25 @@ def add(problem: Problem, model: LinearModel, v: Vars) -> None:
         if row.jobs_cap is not None:
             runs = [(y, 1) for j in row.jobs for y in v.y[j][1:]]
             model.add(f"quota[{row.queue},{MAX_JOBS}]", runs, None, row.jobs_cap)
+        if row.breakable:
+            _licensed(problem, model, v, row)
+
+
+def _licensed(problem: Problem, model: LinearModel, v: Vars, row: QuotaRow) -> None:
+    """Rule 3b: the row as the members that may break none of its gangs see it."""
+    others = [j for j in row.jobs if j not in row.licensed]
+    for r, cap in sorted(row.cap.items()):
+        if r == MAX_JOBS:
+            continue
+        terms = [
+            (v.y[j][k], q)
+            for j in others
+            for k in range(len(problem.jobs[j].options))
+            if (o := problem.jobs[j].held_at(problem.jobs[j].options[k].size)) is not None
+            and (q := o.usage.get(r))
+        ]
+        model.add(f"quota_licensed[{row.queue},{r}]", terms, None, cap)
+    if row.jobs_cap is not None:
+        runs = [(y, 1) for j in others for y in v.y[j][1:]]
+        runs += [(v.y[g][0], 1) for g in row.breakable]
+        model.add(f"quota_licensed[{row.queue},{MAX_JOBS}]", runs, None, row.jobs_cap)

@@ -13,6 +13,7 @@ from tests.support.builders import (
     node,
     plan,
     quota_tree,
+    reclaim_swap,
     snapshot,
     workers_after,
 )
@@ -412,3 +413,63 @@ def test_a_floor_row_only_where_a_borrowing_queue_has_min_to_keep(
     assert rm.rows("quota_min[") == rows
     both_broken = {"y[team-b/b1,0]": 1, "y[team-b/b2,0]": 1, "y[team-a/a1,4]": 1}
     assert (rm.violated(both_broken) == []) is (rows == [])
+
+
+@pytest.mark.parametrize(
+    ("assign", "violated"),
+    [
+        pytest.param({"a1": 0, "z": 0, "c": 4}, True, id="c-takes-the-second-slot"),
+        pytest.param({"a1": 0, "z": 1, "c": 0}, False, id="one-broken-for-bnew"),
+        pytest.param({"a1": 1, "z": 0, "c": 0}, False, id="the-other-one"),
+    ],
+)
+def test_a_reclaim_frees_a_slot_only_for_the_starts_that_may_break(
+    assign: dict[str, int], violated: bool
+) -> None:
+    rm = rule_model(snapshot(*reclaim_swap()), quota_rule.add)
+    sizes = {"y[qb/bnew,1]": 1, **{f"y[qc/{j},{s}]": 1 for j, s in assign.items()}}
+    bad = rm.violated(sizes)
+    assert ("quota_licensed[root,kube-queue/max-jobs]" in bad) is violated
+    assert "quota[root,kube-queue/max-jobs]" not in bad  # the plain row cannot see it
+
+
+def test_a_break_frees_a_cap_only_for_the_starts_that_may_break() -> None:
+    # qc's cpu max 8: a1 and z hold 4 each; c needs 4. Breaking z for bnew frees 4 cpu of qc,
+    # which c, of z's priority, may not take.
+    rm = rule_model(snapshot(*reclaim_swap(qc_cpu="8")), quota_rule.add)
+    sizes = {"y[qb/bnew,1]": 1, "y[qc/a1,1]": 1, "y[qc/z,0]": 1, "y[qc/c,4]": 1}
+    bad = rm.violated(sizes)
+    assert "quota_licensed[qc,cpu]" in bad and "quota[qc,cpu]" not in bad
+
+
+def test_a_start_that_may_break_uses_what_its_break_frees() -> None:
+    rm = rule_model(snapshot(*reclaim_swap(z_priority=0)), quota_rule.add)  # c outranks z
+    sizes = {"y[qb/bnew,1]": 1, "y[qc/a1,0]": 1, "y[qc/z,0]": 1, "y[qc/c,4]": 1}
+    assert rm.violated(sizes) == []
+
+
+def test_no_licence_row_where_nothing_could_grow_into_a_break() -> None:
+    # bnew may break, a1 and z run at their only size: the plain rows say it all
+    rm = rule_model(snapshot(*reclaim_swap(with_c=False)), quota_rule.add)
+    assert rm.rows("quota_licensed[") == []
+    assert rule_model(snapshot(*reclaim_swap()), quota_rule.add).rows("quota_licensed[") == [
+        "quota_licensed[root,kube-queue/max-jobs]"
+    ]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_equal_priority_never_takes_what_a_reclaim_frees(backend: str) -> None:
+    snap = snapshot(*reclaim_swap())
+    result = plan(snap, backend)
+    after = workers_after(snap, result.plan)
+    assert after["qb/bnew"] == 1 and after["qc/c"] == 0
+    assert after["qc/a1"] + after["qc/z"] == 1  # one gang broken, for bnew's slot
+
+
+@pytest.mark.parametrize("backend", SOLVERS)
+def test_a_higher_priority_start_takes_the_slot_it_may_break_for(backend: str) -> None:
+    """Greedy starts bnew first and breaks z for it, the one gang c could break: c waits. The
+    solvers give bnew a1 and c z."""
+    snap = snapshot(*reclaim_swap(z_priority=0))
+    after = workers_after(snap, plan(snap, backend).plan)
+    assert after == {"qb/bnew": 1, "qc/a1": 0, "qc/z": 0, "qc/c": 4}
