@@ -96,7 +96,7 @@ class JobModel:
         """The option whose usage the job holds, at size, for the members of a quota row that
         may not break it (rule 3b): broken (size 0), it still holds its smallest size."""
         if size == 0 and self.break_needs and self.running_ok:
-            return min(self.options[1:], key=lambda o: o.size)
+            return min(self.options[1:], key=lambda o: o.size, default=self.options[0])
         return self.option(size)
 
     def guaranteed_gpus_at(self, size: int) -> int:

@@ -75,7 +75,9 @@ def jobs_from(
     pods: dict[str, Pod],
     groups: dict[tuple[str, str, str], PodGroupObj | str],
     pytorch: dict[tuple[str, str], PyTorchJobObj | str],
+    unread: dict[str, str] | None = None,
 ) -> dict[str, Job]:
+    """``unread``: gang key -> why a member pod could not be read (its gang is held)."""
     members: dict[str, list[Pod]] = defaultdict(list)
     succeeded: dict[str, int] = defaultdict(int)
     for pod in pods.values():
@@ -89,6 +91,8 @@ def jobs_from(
             continue  # another scheduler's gang: its pods only consume capacity
         plist.sort(key=lambda p: p.order)
         job = _job(b, key, plist, groups, pytorch)
+        if unread and key in unread and not job.invalid:
+            job = replace(job, invalid=unread[key])
         if succeeded.get(key):
             job = replace(job, succeeded=succeeded[key])
         if job.name in jobs:

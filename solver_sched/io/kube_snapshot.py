@@ -16,13 +16,16 @@ from datetime import timedelta
 from functools import partial
 from typing import Any
 
+from pydantic import ValidationError
+
 from solver_sched.domain.cluster import Node, Pod
 from solver_sched.domain.snapshot import ClusterSnapshot, InputError
 from solver_sched.io.context import TWICE, LoadContext, raw_key
-from solver_sched.io.gangs import jobs_from, pod_groups
+from solver_sched.io.gangs import group_key, jobs_from, pod_groups
 from solver_sched.io.gcpause import gc_paused
 from solver_sched.io.kubeflow import pytorch_jobs
 from solver_sched.io.nodes import node_from
+from solver_sched.io.objects import PodObj
 from solver_sched.io.pods import pod_from
 from solver_sched.io.priority_classes import read_priority_classes
 from solver_sched.io.quota_tree import quota_tree
@@ -92,6 +95,7 @@ def _snapshot(
             nodes[n.name] = n
     pods: dict[str, Pod] = {}
     unknown_room: dict[str, str] = {}  # node -> the pod on it whose requests are unknown
+    unread: dict[str, str] = {}  # gang key -> why: a member pod that failed validation
     for raw in by_kind["Pod"]:
         spec = raw.get("spec")
         on = nodes.get(str(spec.get("nodeName") or "")) if isinstance(spec, dict) else None
@@ -103,8 +107,12 @@ def _snapshot(
             pods[p.name] = p
             if p.unread and p.bound and on is not None:
                 unknown_room.setdefault(on.name, f"pod {p.name}")
-        elif on is not None and _holds_node(raw):
-            unknown_room.setdefault(on.name, f"pod {'/'.join(raw_key(raw) or ('(unnamed)',))}")
+        else:
+            name = "/".join(raw_key(raw) or ("(unnamed)",))
+            if on is not None and _holds_node(raw):
+                unknown_room.setdefault(on.name, f"pod {name}")
+            if (gang := _raw_group(raw)) is not None:
+                unread[gang] = f"Pod {name}: could not be read (see its error): its gang is held"
     for name, pod in unknown_room.items():  # nothing more is bound there until it reads again
         if nodes[name].invalid is None:
             why = f"{pod} on it could not be read (see its error): its free room is unknown"
@@ -112,7 +120,7 @@ def _snapshot(
     quota = quota_tree(b, by_kind["ElasticQuotaTree"])
     groups = pod_groups(b, by_kind["PodGroup"])
     pytorch = pytorch_jobs(b, by_kind["PyTorchJob"])
-    jobs = jobs_from(b, pods, groups, pytorch)
+    jobs = jobs_from(b, pods, groups, pytorch, unread)
     topologies = kueue_topologies(b, by_kind["Topology"])
     job_of = {p: name for name, job in jobs.items() for p in job.pods}
     for n, p in pods.items():
@@ -135,3 +143,16 @@ def _holds_node(raw: dict[str, Any]) -> bool:
     status = raw.get("status")
     phase = status.get("phase") if isinstance(status, dict) else None
     return phase not in ("Succeeded", "Failed")
+
+
+def _raw_group(raw: dict[str, Any]) -> str | None:
+    """The gang a pod that failed validation names, if its metadata can still say."""
+    spec = raw.get("spec")
+    group = spec.get("schedulingGroup") if isinstance(spec, dict) else None
+    try:
+        p = PodObj.model_validate(
+            {"metadata": raw.get("metadata"), "spec": {"schedulingGroup": group}}
+        )
+    except ValidationError:
+        return None
+    return group_key(p)

@@ -224,3 +224,11 @@ def test_a_pod_no_node_could_hold_is_named_in_the_reason() -> None:
     objs[1]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1.5Ki"
     s = snap(node("n1"), objs)
     assert reason(s, "default/g").startswith("no node can hold default/g-worker-0")
+
+
+def test_a_gang_pod_that_fails_validation_holds_its_gang_naming_it() -> None:
+    objs = gang("g", 2)
+    objs[2]["spec"]["priority"] = "x"  # worker-1
+    s = snap(node("n1"), objs)
+    assert (s.jobs["default/g"].invalid or "").startswith("Pod default/g-worker-1: could not")
+    assert planned(s) == {}
