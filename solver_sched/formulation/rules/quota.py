@@ -64,9 +64,7 @@ def add(problem: Problem, model: LinearModel, v: Vars) -> None:
 def _licensed(problem: Problem, model: LinearModel, v: Vars, row: QuotaRow) -> None:
     """Rule 3b: the row as the members that may break none of its gangs see it."""
     others = [j for j in row.jobs if j not in row.licensed]
-    for r, cap in sorted(row.cap.items()):
-        if r == MAX_JOBS:
-            continue
+    for r, cap in sorted(row.cap.items()):  # max-jobs is never among the caps (jobs_cap)
         terms = [
             (v.y[j][k], q)
             for j in others
