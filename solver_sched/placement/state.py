@@ -77,13 +77,15 @@ class PlanState:
         for r, row in enumerate(problem.quotas):
             if not row.breakable:
                 continue
-            u = {}
-            count = 0
+            # nothing is broken yet: the view is the row without its licensed starts
+            u, count = dict(self.usage[r]), self.running_jobs[r]
+            for j in row.licensed:
+                if (now := problem.jobs[j].current) > 0:  # a partial gang, starting
+                    res.add_into(u, self.usage_at(j, now), -1)
+                    count -= 1
             for j in row.jobs:
                 if j not in row.licensed:
                     self.views_of.setdefault(j, []).append(r)
-                    res.add_into(u, self.held_usage(j, problem.jobs[j].current))
-                    count += self.held_runs(j, problem.jobs[j].current)
             self.view[r], self.view_running[r] = u, count
 
     def held_usage(self, j: int, size: int) -> res.Resources:

@@ -334,8 +334,13 @@ class _Licences:
         for n in regular:
             leaf = self.queue_of[n]
             lowest[leaf] = min(lowest.get(leaf, jobs[n].priority), jobs[n].priority)
-        # the jobs that were not running at an allowed size, placed by the plan
-        placed = [n for n in jobs if after_size[n] and (n in self.irregular or not before_size[n])]
+        borrowing = {leaf for leaf in lowest if self.starts.borrowing(leaf)}
+        # the jobs that were not running at an allowed size, placed by the plan, and what they use
+        placed = {
+            n: res.total(self.snapshot.pods[p].requests for p in jobs[n].pods if p in after)
+            for n in jobs
+            if after_size[n] and (n in self.irregular or not before_size[n])
+        }
         for name, q in sorted(self.snapshot.quota.queues.items()):
             limits = dict(q.max)
             if q.max_jobs is not None:
@@ -343,17 +348,12 @@ class _Licences:
             mine = [g for g in broken if name in self.chain[self.queue_of[g]]]
             if not limits or not mine:
                 continue
-            borrowers = {
-                self.queue_of[g]
-                for g in regular
-                if name in self.chain[self.queue_of[g]] and self.starts.borrowing(self.queue_of[g])
-            }
+            borrowers = {leaf for leaf in borrowing if name in self.chain[leaf]}
             view = dict(usage_after[name])
-            for h in placed:
+            for h, used in placed.items():
                 leaf = self.queue_of[h]
                 if name in self.chain[leaf] and self._may_break(h, leaf, lowest, borrowers):
-                    pods = (self.snapshot.pods[p] for p in jobs[h].pods if p in after)
-                    res.add_into(view, res.total(p.requests for p in pods), -1)
+                    res.add_into(view, used, -1)
                     view[MAX_JOBS] = view.get(MAX_JOBS, 0) - 1
             for g in mine:
                 job = jobs[g]

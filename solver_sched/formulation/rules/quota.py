@@ -22,6 +22,8 @@ equal priority takes the second gang's slot. Shrinks stay open to all (rule 4's 
 
 from __future__ import annotations
 
+from functools import partial
+
 from solver_sched.domain.quota import MAX_JOBS
 from solver_sched.formulation.linear import LinearModel, Terms
 from solver_sched.formulation.problem import Problem, QuotaRow
@@ -57,8 +59,8 @@ def add(problem: Problem, model: LinearModel, v: Vars) -> None:
         if row.jobs_cap is not None:
             runs = [(y, 1) for j in row.jobs for y in v.y[j][1:]]
             model.add(f"quota[{row.queue},{MAX_JOBS}]", runs, None, row.jobs_cap)
-        if row.breakable:
-            _licensed(problem, model, v, row)
+        if row.breakable:  # rows only: written when a solver reads them
+            model.later(partial(_licensed, problem, model, v, row))
 
 
 def _licensed(problem: Problem, model: LinearModel, v: Vars, row: QuotaRow) -> None:
