@@ -137,26 +137,29 @@ class PlanState:
                 out.append((r, hit))
                 if first_only:
                     return out
-        for r in self.views_of.get(j, ()):
-            hit = self._view_block(r, j, size)
-            if hit:
-                out.append((r, hit))
-                if first_only:
-                    break
+        views = self.views_of.get(j)
+        if views:
+            now = self.size[self.problem.jobs[j].name]
+            held_old, held_new = self.held_usage(j, now), self.held_usage(j, size)
+            runs = self.held_runs(j, size) - self.held_runs(j, now)
+            for r in views:
+                hit = self._view_block(r, held_old, held_new, runs)
+                if hit:
+                    out.append((r, hit))
+                    if first_only:
+                        break
         return out
 
-    def _view_block(self, r: int, j: int, size: int) -> str | None:
-        """Rule 3b: the cap or max-jobs of row r that moving job j (a member that may break none
-        of the row's breakable gangs) to size breaks, counting broken ones at their smallest."""
+    def _view_block(self, r: int, old: res.Resources, new: res.Resources, runs: int) -> str | None:
+        """Rule 3b: the cap or max-jobs of row r that a move of a member that may break none of
+        the row's breakable gangs breaks (``old``, ``new``: what it holds before and after, a
+        broken gang its smallest size; ``runs``: the running jobs it adds)."""
         row = self.problem.quotas[r]
-        now = self.size[self.problem.jobs[j].name]
-        old, new = self.held_usage(j, now), self.held_usage(j, size)
         usage = self.view[r]
         for name, cap in row.cap.items():
             was, will = old.get(name, 0), new.get(name, 0)
             if will > was and usage.get(name, 0) - was + will > cap:
                 return f"{name} {HELD}"
-        runs = self.held_runs(j, size) - self.held_runs(j, now)
         if row.jobs_cap is not None and runs > 0 and self.view_running[r] + runs > row.jobs_cap:
             return f"{MAX_JOBS} {HELD}"
         return None
@@ -410,8 +413,10 @@ class PlanState:
             self.running_jobs[r] += started
             self.covered[r] += covered
         views = self.views_of.get(j, ())
-        held_delta = res.sub(self.held_usage(j, size), self.held_usage(j, old)) if views else {}
-        held_runs = self.held_runs(j, size) - self.held_runs(j, old) if views else 0
+        held_delta, held_runs = delta, started  # what it holds differs only when a gang a start
+        if views and jm.break_needs and jm.running_ok and not (size and old):  # may break breaks
+            held_delta = res.sub(self.held_usage(j, size), self.held_usage(j, old))
+            held_runs = 0
         for r in views:
             res.add_into(self.view[r], held_delta)
             self.view_running[r] += held_runs
