@@ -87,12 +87,11 @@ def licences(
     for key, starts in triggers.items():
         for j in starts:
             fired[j].add(key)
-    may_break = {j for j, jm in enumerate(jobs) if jm.starting and fired[j]}
     out = []
     for row in rows:
         breakable = tuple(j for j in row.jobs if jobs[j].running_ok and jobs[j].break_needs)
         held = {k for j in breakable for k in jobs[j].break_needs}
-        licensed = frozenset(j for j in row.jobs if j in may_break and fired[j] & held)
+        licensed = frozenset(j for j in row.jobs if jobs[j].starting and fired[j] & held)
         grows = any(  # a pending gang comes first in most rows: the scan stops there
             jobs[j].starting or any(o.size > jobs[j].current for o in jobs[j].options)
             for j in row.jobs

@@ -111,7 +111,7 @@ def _snapshot(
             name = "/".join(raw_key(raw) or ("(unnamed)",))
             if on is not None and _holds_node(raw):
                 unknown_room.setdefault(on.name, f"pod {name}")
-            if (gang := _raw_group(raw)) is not None:
+            if _holds_node(raw) and (gang := _raw_group(raw)) is not None:  # a live member
                 unread[gang] = f"Pod {name}: could not be read (see its error): its gang is held"
     for name, pod in unknown_room.items():  # nothing more is bound there until it reads again
         if nodes[name].invalid is None:

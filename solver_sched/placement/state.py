@@ -122,8 +122,10 @@ class PlanState:
         credit: dict[int, dict[str, int]] | None = None,
     ) -> list[tuple[int, str]]:
         """(row, what) for the queue rows that moving job j to size would break; ``what`` is the
-        resource over its cap, MAX_JOBS, or ``min <resource>`` for a floor. ``credit`` is usage
-        about to arrive per row (the gang whose start a shrink makes room for): floors count it."""
+        resource over its cap, MAX_JOBS, ``min <resource>`` for a floor, or either of the first
+        two followed by HELD (rule 3b: room a break holds for the starts that may break).
+        ``credit`` is usage about to arrive per row (the gang whose start a shrink makes room
+        for): floors count it."""
         old, new = self.usage_at(j, self.size[self.problem.jobs[j].name]), self.usage_at(j, size)
         was_running = self.size[self.problem.jobs[j].name] > 0
         lowered = self._lowered(j, size)

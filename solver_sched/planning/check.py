@@ -84,7 +84,9 @@ def check(
         if touched or any(p in evicted for p in job.pods):
             _required_topology(snapshot, topology, job, after, bad)
     _quota(snapshot, usage_before, usage_after, irregular, bad)
-    licences = _Licences(snapshot, starts, irregular, priority_preemption, queue_reclaim)
+    licences = _Licences(
+        snapshot, starts, [*irregular, *frozen], priority_preemption, queue_reclaim
+    )
     licences.check(before_size, after_size, after, usage_before, usage_after, bad)
     return bad
 
@@ -310,7 +312,7 @@ class _Licences:
     ) -> None:
         self.snapshot, self.starts = snapshot, starts
         self.pp, self.qr = priority_preemption, queue_reclaim
-        self.irregular = set(irregular)  # and pending: not at an allowed size before
+        self.irregular = set(irregular)  # not at an allowed size before, or frozen
         self.queue_of: dict[str, str] = {}
         self.chain: dict[str, set[str]] = {}
 
@@ -336,11 +338,8 @@ class _Licences:
             lowest[leaf] = min(lowest.get(leaf, jobs[n].priority), jobs[n].priority)
         borrowing = {leaf for leaf in lowest if self.starts.borrowing(leaf)}
         # the jobs that were not running at an allowed size, placed by the plan, and what they use
-        placed = {
-            n: res.total(self.snapshot.pods[p].requests for p in jobs[n].pods if p in after)
-            for n in jobs
-            if after_size[n] and (n in self.irregular or not before_size[n])
-        }
+        placed = [n for n in jobs if after_size[n] and (n in self.irregular or not before_size[n])]
+        used: dict[str, res.Resources] = {}  # what a placed job uses after, once asked
         for name, q in sorted(self.snapshot.quota.queues.items()):
             limits = dict(q.max)
             if q.max_jobs is not None:
@@ -350,10 +349,15 @@ class _Licences:
                 continue
             borrowers = {leaf for leaf in borrowing if name in self.chain[leaf]}
             view = dict(usage_after[name])
-            for h, used in placed.items():
+            for h in placed:
                 leaf = self.queue_of[h]
                 if name in self.chain[leaf] and self._may_break(h, leaf, lowest, borrowers):
-                    res.add_into(view, used, -1)
+                    if h not in used:
+                        pods = jobs[h].pods
+                        used[h] = res.total(
+                            self.snapshot.pods[p].requests for p in pods if p in after
+                        )
+                    res.add_into(view, used[h], -1)
                     view[MAX_JOBS] = view.get(MAX_JOBS, 0) - 1
             for g in mine:
                 job = jobs[g]

@@ -82,7 +82,8 @@ def explain(
     if topo:
         return topo
     if missing:
-        stuck = next((p for p in missing if not st.nodes.feasible(p)), None)
+        shapes = {(p.constraints, id(p.requests)): p for p in missing}  # a gang has few
+        stuck = next((p for p in shapes.values() if not st.nodes.feasible(p)), None)
         if stuck is not None:  # no node could hold it even empty: the room is not the reason
             return no_node_reason(st.snapshot, stuck)
         pod = missing[0]

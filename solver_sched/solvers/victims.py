@@ -422,6 +422,14 @@ class Start:
         starts = st.size[names[self.j]] == 0
         for r in self.blocked:
             row, usage = st.problem.quotas[r], st.usage[r]
+            if (  # rule 3b: a slot held by gangs only other starts may break (placement/state.py)
+                starts
+                and r in st.view
+                and row.jobs_cap is not None
+                and self.j not in row.licensed
+                and st.view_running[r] >= row.jobs_cap
+            ):
+                return True  # shrinks free no job, and this start may break no gang of the row
             excess = {  # what must be freed in the row, per resource (jobs under MAX_JOBS)
                 name: over
                 for name, cap in row.cap.items()

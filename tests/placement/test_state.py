@@ -9,7 +9,7 @@ from solver_sched.domain.snapshot import ClusterSnapshot
 from solver_sched.domain.topology import choose
 from solver_sched.formulation.prepare import prepare
 from solver_sched.io.kube_snapshot import snapshot_from_objects
-from solver_sched.placement.state import PlanState, restore
+from solver_sched.placement.state import HELD, PlanState, restore
 from solver_sched.planning.pack import minimize_evictions
 from solver_sched.solvers.greedy import greedy_plan, queue_order, start_order
 from solver_sched.synthetic import SIZES, preset_objects
@@ -164,17 +164,20 @@ def test_a_floor_test_reads_the_jobs_usage_at_its_size_now() -> None:
 
 def test_greedy_sees_a_broken_gang_hold_its_slot_for_starts_that_may_not_break_it() -> None:
     """Rule 3b in the plan state: with a1 and z broken for bnew's reclaim, c (which may break
-    neither) still meets both in the root's max-jobs; bnew, which may, does not."""
+    neither) still meets both in the root's max-jobs; bnew, which may, does not. A rollback gives
+    the view back."""
     st = _plan_state(snapshot(*reclaim_swap()))
     j = st.index
-    for name, size in (("qc/a1", 0), ("qc/z", 0)):
-        assert st.resize(j[name], size, check_quota=False)
     root = next(r for r, row in enumerate(st.problem.quotas) if row.queue == "root")
-    assert st.quota_blocks(j["qc/c"], 4) == [
-        (root, "kube-queue/max-jobs held by gangs only other starts may break")
-    ]
-    assert st.quota_blocks(j["qb/bnew"], 1) == []
+    first = (dict(st.view[root]), st.view_running[root])
     mark = st.mark()
-    assert st.resize(j["qb/bnew"], 1)
-    st.rollback(mark)  # and the journal gives the view back
-    assert st.view_running[root] == 2 and st.quota_blocks(j["qb/bnew"], 1) == []
+    for name in ("qc/a1", "qc/z"):
+        assert st.resize(j[name], 0, check_quota=False)
+    assert (dict(st.view[root]), st.view_running[root]) == first  # broken, they hold their slot
+    held = f"kube-queue/max-jobs {HELD}"
+    assert st.quota_blocks(j["qc/c"], 4) == [(root, held)]
+    assert st.quota_blocks(j["qb/bnew"], 1) == []
+    assert st.resize(j["qc/c"], 4) is False
+    st.rollback(mark)
+    assert st.size["qc/a1"] == 1 and (dict(st.view[root]), st.view_running[root]) == first
+    assert st.quota_blocks(j["qc/c"], 4) == [(root, "kube-queue/max-jobs")]  # the plain row

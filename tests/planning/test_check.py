@@ -635,7 +635,7 @@ def test_the_room_a_break_frees_goes_to_starts_that_may_break(
         ]
 
 
-def test_a_cap_freed_by_a_break_is_checked_as_the_max_jobs() -> None:
-    snap = snapshot(*reclaim_swap(qc_cpu="8"))
+def test_a_cap_freed_by_a_break_goes_to_starts_that_may_break_too() -> None:
+    snap = snapshot(*reclaim_swap(qc_cpu="8"))  # a1 and z hold 4 cpu each, c needs 4
     bad = check(snap, _swap_plan(("z",), True), NOW)
-    assert any(b.startswith("queue qc: cpu 12000 > max 8") for b in bad)
+    assert any(b.startswith("queue qc: cpu 12000 > max 8000 with broken gangs") for b in bad)
