@@ -337,8 +337,19 @@ class _Licences:
             leaf = self.queue_of[n]
             lowest[leaf] = min(lowest.get(leaf, jobs[n].priority), jobs[n].priority)
         borrowing = {leaf for leaf in lowest if self.starts.borrowing(leaf)}
-        # the jobs that were not running at an allowed size, placed by the plan, and what they use
-        placed = [n for n in jobs if after_size[n] and (n in self.irregular or not before_size[n])]
+        # the jobs not running at an allowed size that the plan places: their leaf, whether they
+        # outrank a gang of it (a licence in every queue above), whether it may reclaim
+        placed = [
+            (n, leaf, self.pp and lowest.get(leaf, jobs[n].priority) < jobs[n].priority)
+            for n in jobs
+            if after_size[n] and (n in self.irregular or not before_size[n])
+            for leaf in (self.queue_of[n],)
+        ]
+        reclaims = {
+            leaf
+            for _, leaf, _ in placed
+            if self.qr and _below_min(self.snapshot, leaf, self.starts.usage)
+        }
         used: dict[str, res.Resources] = {}  # what a placed job uses after, once asked
         for name, q in sorted(self.snapshot.quota.queues.items()):
             limits = dict(q.max)
@@ -349,14 +360,13 @@ class _Licences:
                 continue
             borrowers = {leaf for leaf in borrowing if name in self.chain[leaf]}
             view = dict(usage_after[name])
-            for h in placed:
-                leaf = self.queue_of[h]
-                if name in self.chain[leaf] and self._may_break(h, leaf, lowest, borrowers):
+            for h, leaf, outranks in placed:
+                if name not in self.chain[leaf]:
+                    continue
+                if outranks or (leaf in reclaims and bool(borrowers - {leaf})):
                     if h not in used:
-                        pods = jobs[h].pods
-                        used[h] = res.total(
-                            self.snapshot.pods[p].requests for p in pods if p in after
-                        )
+                        pods = (self.snapshot.pods[p] for p in jobs[h].pods if p in after)
+                        used[h] = res.total(p.requests for p in pods)
                     res.add_into(view, used[h], -1)
                     view[MAX_JOBS] = view.get(MAX_JOBS, 0) - 1
             for g in mine:
@@ -371,15 +381,3 @@ class _Licences:
                         f"{sorted(mine)} counted at their smallest size: a start that may not "
                         f"break them uses what they freed"
                     )
-
-    def _may_break(self, h: str, leaf: str, lowest: dict[str, int], borrowers: set[str]) -> bool:
-        if (
-            self.pp
-            and lowest.get(leaf, self.snapshot.jobs[h].priority) < self.snapshot.jobs[h].priority
-        ):
-            return True
-        return (
-            self.qr
-            and bool(borrowers - {leaf})
-            and _below_min(self.snapshot, leaf, self.starts.usage)
-        )
