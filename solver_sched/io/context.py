@@ -3,6 +3,7 @@ InputErrors found so far; pydantic validation and quantities that report into it
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, TypeVar
@@ -14,6 +15,9 @@ from solver_sched.domain.snapshot import InputError
 from solver_sched.io.quantity import parse_quantity
 
 M = TypeVar("M", bound=BaseModel)
+# A whole number as Kubernetes writes one: ASCII digits (str.isdigit() takes "²", which int()
+# refuses), at most 18 (int() refuses 5,000 digits; int64 holds 18)
+WHOLE = re.compile(r"[0-9]{1,18}")
 TWICE = "given twice: the later one is used"  # a dump never repeats an object; files may
 
 

@@ -5,7 +5,6 @@ choice of policy; the fields the fleet honours, the first invalid one named)."""
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -14,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from solver_sched.domain.snapshot import InputError
+from solver_sched.io.context import WHOLE
 from solver_sched.io.fleet_objects import (
     DEFAULT_GRACE_SECONDS,
     DEFAULT_TOLERATION_SECONDS,
@@ -255,7 +255,7 @@ def _hub_job(
         invalid = _err(errors, obj, "spec.pytorchReplicaSpecs", "negative replicas")
     generation, placement = 0, None
     text = anns.get(ANN_GENERATION, "0")
-    if re.fullmatch(r"[0-9]{1,18}", text):  # ASCII: str.isdigit() takes "²", int() not
+    if WHOLE.fullmatch(text):
         generation = int(text)
     elif invalid is None:
         invalid = _err(errors, obj, f"metadata.annotations[{ANN_GENERATION}]", f"{text!r}")

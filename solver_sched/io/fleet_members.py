@@ -4,12 +4,12 @@ their hub job, the rest only take capacity)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from solver_sched.io.context import WHOLE
 from solver_sched.io.fleet_hub import (
     LABEL_GENERATION,
     LABEL_UID,
@@ -85,7 +85,7 @@ def member_copies(m: MemberState) -> list[Copy]:
         labels = meta.get("labels") or {}
         uid = labels.get(LABEL_UID)
         gen = str(labels.get(LABEL_GENERATION, ""))
-        if not uid or not re.fullmatch(r"[0-9]{1,18}", gen):  # ASCII, as int() reads it
+        if not uid or not WHOLE.fullmatch(gen):
             continue
         out.append(
             Copy(

@@ -9,7 +9,7 @@ from typing import Any
 from solver_sched.domain import resources as res
 from solver_sched.domain.affinity import NodeConstraints, Requirement, Toleration
 from solver_sched.domain.cluster import DEFAULT_CLUSTER, Node, Pod, PodPhase
-from solver_sched.io.context import LoadContext, parse, quantities
+from solver_sched.io.context import WHOLE, LoadContext, parse, quantities
 from solver_sched.io.gangs import group_key
 from solver_sched.io.objects import Container, PodObj
 from solver_sched.io.topology import pod_request
@@ -20,7 +20,6 @@ _INDEX_LABELS = (
     "apps.kubernetes.io/pod-index",
     "volcano.sh/task-index",
 )
-_INDEX = re.compile(r"[0-9]{1,18}")  # ASCII and bounded: int() refuses "²" and 5,000 digits
 
 
 def _container_requests(b: LoadContext, obj: str, fld: str, c: Container) -> dict[str, int] | str:
@@ -110,7 +109,7 @@ def _order(p: PodObj) -> tuple[int, int, str]:
         else 1
     )
     for key in _INDEX_LABELS:
-        if _INDEX.fullmatch(labels.get(key, "")):
+        if WHOLE.fullmatch(labels.get(key, "")):
             return rank, int(labels[key]), p.metadata.name
     m = re.search(r"([0-9]{1,18})$", p.metadata.name)
     return rank, int(m.group(1)) if m else 0, p.metadata.name

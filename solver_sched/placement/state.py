@@ -157,11 +157,9 @@ class PlanState:
         the row's breakable gangs breaks (``old``, ``new``: what it holds before and after, a
         broken gang its smallest size; ``runs``: the running jobs it adds)."""
         row = self.problem.quotas[r]
-        usage = self.view[r]
-        for name, cap in row.cap.items():
-            was, will = old.get(name, 0), new.get(name, 0)
-            if will > was and usage.get(name, 0) - was + will > cap:
-                return f"{name} {HELD}"
+        hit = _over_cap(row.cap, self.view[r], old, new)
+        if hit is not None:
+            return f"{hit} {HELD}"
         if row.jobs_cap is not None and runs > 0 and self.view_running[r] + runs > row.jobs_cap:
             return f"{MAX_JOBS} {HELD}"
         return None
@@ -203,11 +201,9 @@ class PlanState:
     ) -> str | None:
         row = self.problem.quotas[r]
         if row.cap:  # only a growth can break a cap (a shrink, tested often, skips the sums)
-            usage = self.usage[r]
-            for name, cap in row.cap.items():
-                was, will = old.get(name, 0), new.get(name, 0)
-                if will > was and usage.get(name, 0) - was + will > cap:
-                    return name
+            hit = _over_cap(row.cap, self.usage[r], old, new)
+            if hit is not None:
+                return hit
         if row.floor:  # and only a shrink a floor
             hit = self._floor_hit(r, lowered, coming, unsettled)
             if hit is not None:
@@ -443,6 +439,17 @@ class PlanState:
                 self.unsettled.add(j)
 
         self._journal.append(undo)
+
+
+def _over_cap(
+    caps: res.Resources, usage: res.Resources, old: res.Resources, new: res.Resources
+) -> str | None:
+    """The first capped resource that a move from ``old`` to ``new`` grows past its cap."""
+    for name, cap in caps.items():
+        was, will = old.get(name, 0), new.get(name, 0)
+        if will > was and usage.get(name, 0) - was + will > cap:
+            return name
+    return None
 
 
 def restore(
