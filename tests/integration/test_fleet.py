@@ -17,7 +17,7 @@ import pytest
 from solver_sched.fleet.controller import FleetController, FleetOptions
 from solver_sched.fleet.sandbox import Fleet, fleet_sandbox
 from solver_sched.io.fleet_hub import ANN_CLUSTER, LABEL_UID
-from solver_sched.kube.api import ApiError
+from solver_sched.kube.api import ApiError, RateLimiter
 from solver_sched.kube.sandbox import Kube
 from tests.fleet.objects import node, pod, policy, priority_class, pytorchjob, quota_tree
 from tests.integration.conftest import FAILED
@@ -678,15 +678,19 @@ def test_a_fleet_that_lost_its_lease_writes_nothing(fl: FleetTest) -> None:
         retry_period=0.5,
         lease_duration=4.0,
         renew_deadline=3.0,
-        qps=0.2,  # one write per 5 s after the first: the copy's create waits for its token
-        burst=1,
     )
     wait_for("leads", controller.may_act, timeout=20)
+    sessions = controller.registry.sessions
+    wait_for("member-1 read", lambda: "member-1" in sessions and sessions["member-1"].ready())
+    # only member-1's writes wait: an empty bucket that refills in 100 s (the hub's writes keep
+    # their own budget; shared, each hub write before the placement cost 5 s and one fresh-clone
+    # run saw no placement within 90 s)
+    limiter = RateLimiter(0.01, 1)
+    limiter.acquire()
+    sessions["member-1"].api.limiter = limiter
     fl.hub.create(pytorchjob("late", gpus=1))
-    # the hub's writes share that budget: each one before the placement (a Queued condition
-    # while the members' informers list, an event) holds it 5 s (30 s ran out once in a
-    # fresh-clone make test)
-    wait_for("placement written", lambda: fl.placement("late"), timeout=90)
+    wait_for("placement written", lambda: fl.placement("late"), timeout=60)
+    cycles = controller.cycles  # the cycle that placed it waits in the copy's create
     assert controller.leader is not None
 
     def cut(*_: object) -> bool:
@@ -695,7 +699,7 @@ def test_a_fleet_that_lost_its_lease_writes_nothing(fl: FleetTest) -> None:
     controller.leader.try_acquire_or_renew = cut  # type: ignore[method-assign]
     controller.leader._renewed_at = -1e18  # the renew deadline passed: no longer the leader
     assert not controller.may_act()
-    time.sleep(7)  # past the token the create waited for
+    wait_for("the create given up", lambda: controller.cycles > cycles, timeout=20)
     assert fl.copies("member-1") == []
 
 
