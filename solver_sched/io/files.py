@@ -115,9 +115,16 @@ def _flatten(doc: object, path: Path, keep: Keep) -> list[dict[str, Any]]:
     if str(doc.get("kind") or "").endswith("List") and isinstance(doc.get("items"), list):
         out = []
         for item in doc["items"]:
-            out.extend(_flatten(item, path, keep))
+            out.extend(_flatten(_item(item, path), path, keep))
         return out
     return [keep(doc)]
+
+
+def _item(item: object, path: Path) -> object:
+    """A List's item: null is no object (an empty YAML document is; an empty item is not)."""
+    if item is None:
+        raise InputFileError(f"{path}: expected Kubernetes objects, found a null List item")
+    return item
 
 
 class _Stream:
@@ -208,7 +215,7 @@ def _json_objects(s: _Stream, path: Path, keep: Keep) -> Iterator[dict[str, Any]
             if isinstance(item, dict) and "items" not in item:
                 yield item  # slimmed already
             else:
-                yield from _flatten(item, path, keep)
+                yield from _flatten(_item(item, path), path, keep)
 
 
 def _items(s: _Stream, keep: Keep) -> list[Any]:

@@ -83,7 +83,11 @@ def _snapshot(
     b = LoadContext(scheduler_name, default_cooldown)
     by_kind: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for obj in objects:
-        by_kind[str(obj.get("kind", ""))].append(obj)
+        by_kind[str(obj.get("kind") or "")].append(obj)
+    for raw in by_kind[""]:  # a file's object without a kind (informers set it)
+        meta = raw.get("metadata")
+        name = meta.get("name") if isinstance(meta, dict) else None
+        b.error(f"object {name if isinstance(name, str) else '(unnamed)'}", "kind", "missing")
     read_priority_classes(b, by_kind["PriorityClass"])
     classes = (b.default_priority, tuple(sorted(b.priority_classes.items())))
     nodes: dict[str, Node] = {}

@@ -111,6 +111,18 @@ def test_a_list_kind_without_items_is_kept_as_an_object(tmp_path: Path) -> None:
         pytest.param(
             "items.yaml", "kind: List\nitems: [3]\n", "found a int", id="non-object-list-item"
         ),
+        pytest.param(
+            "null.yaml",
+            "kind: List\nitems:\n- kind: Node\n  metadata: {name: a}\n-\n",
+            "found a null List item",
+            id="null-list-item",
+        ),
+        pytest.param(
+            "null.json",
+            '{"kind": "List", "items": [{"kind": "Node"}, null]}',
+            "found a null List item",
+            id="null-list-item-json",
+        ),
     ],
 )
 def test_unreadable_content_raises_input_file_error_naming_the_path(

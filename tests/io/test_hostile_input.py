@@ -219,6 +219,15 @@ def test_a_kind_that_is_not_a_string_is_left_alone() -> None:
     assert slim(obj) is obj
 
 
+def test_an_object_without_a_kind_is_reported_not_dropped() -> None:
+    """A file's object with no kind (or kind: null) is no object of any kind: an error names it
+    (``--strict`` then plans nothing) and the rest is read."""
+    nameless = {"metadata": {"name": "n2"}, "status": {"allocatable": {"cpu": "8"}}}
+    s = snap(node("n1"), nameless, {"kind": None, "metadata": {}}, gang("g", 1))
+    assert errors(s) == ["object n2: kind: missing", "object (unnamed): kind: missing"]
+    assert planned(s) == {"default/g-worker-0": "n1"}
+
+
 def test_a_pod_no_node_could_hold_is_named_in_the_reason() -> None:
     objs = gang("g", 2)
     objs[1]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1.5Ki"
