@@ -64,8 +64,11 @@ class ClusterSnapshot:
         return job.queue or self.quota.leaf_for(job.namespace)
 
     def queue_usage(self, pods: Iterable[Pod]) -> dict[str, dict[str, int]]:
-        """Requests of these pods per queue of the tree (leaf and ancestors), and the number of
-        jobs they belong to under MAX_JOBS. A missing queue reads as empty."""
+        """Requests of these pods per queue of the tree (leaf and ancestors), and under MAX_JOBS
+        the number of this scheduler's jobs among them: like ElasticQuota, every pod counts
+        against a queue's resources; like kube-queue and Kueue, only the jobs that queue admits
+        count as its running jobs (not a notebook or another scheduler's gang in the
+        namespace). A missing queue reads as empty."""
         # counted per job and request object first: a gang's pods usually share one (interned
         # when read, io/pods.py), so the sums and queue lookups run once per job, not per pod
         counted: dict[tuple[str, str, int], int] = {}
@@ -84,14 +87,15 @@ class ClusterSnapshot:
                 job = self.jobs.get(name)
                 leaf = self.queue_of(job) if job else self.quota.leaf_for(namespace)
                 leaf_of[(name, namespace)] = leaf
-                names_in.setdefault(leaf, set()).add(name)
+                if name in self.jobs:
+                    names_in.setdefault(leaf, set()).add(name)
             res.add_into(per_leaf.setdefault(leaf, {}), requests[rid], n)
         usage: dict[str, dict[str, int]] = defaultdict(dict)
         jobs_in: dict[str, set[str]] = defaultdict(set)
         for leaf, total in per_leaf.items():
             for q in self.quota.chain(leaf):
                 res.add_into(usage[q], total)  # a dict of its own per queue
-                jobs_in[q] |= names_in[leaf]
+                jobs_in[q] |= names_in.get(leaf, set())
         for q, names in jobs_in.items():
             usage[q][MAX_JOBS] = len(names)
         return usage

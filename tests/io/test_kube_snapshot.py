@@ -1023,7 +1023,7 @@ def test_pods_with_equal_requests_share_one_request_object() -> None:
 def test_queue_usage_sums_every_pod_up_the_tree_whether_requests_are_shared_or_not() -> None:
     """Pods sharing a request object and pods with equal, separate ones count the same; a job
     counts once per queue of its chain; a pod without a job of ours counts in its namespace's
-    queue."""
+    queue, in its resources but not its running jobs (a job the queue did not admit)."""
     s = snap(
         _tree(),
         gang("g", 3, namespace="a1", gpus=2, running_on=["n1", "n1", "n2"]),
@@ -1041,10 +1041,11 @@ def test_queue_usage_sums_every_pod_up_the_tree_whether_requests_are_shared_or_n
         leaf = s.queue_of(job) if job else s.quota.leaf_for(p.namespace)
         for q in s.quota.chain(leaf):
             res.add_into(expected.setdefault(q, {}), p.requests)
-            jobs.setdefault(q, set()).add(p.job)
+            jobs.setdefault(q, set()).update([p.job] if job else [])
     for q, names in jobs.items():
         expected[q][MAX_JOBS] = len(names)
-    assert expected["root"][GPU] == 8 and expected["root"][MAX_JOBS] == 3
+    assert expected["root"][GPU] == 8 and expected["root"][MAX_JOBS] == 2
+    assert expected["team-b"][MAX_JOBS] == 0 and expected["team-b"]["cpu"] == 3000
     assert s.queue_usage(pods) == expected
     assert s.queue_usage(separate) == expected
     mine = s.bound_usage()  # summed once per snapshot, a copy for each caller

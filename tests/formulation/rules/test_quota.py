@@ -11,6 +11,7 @@ from tests.support.builders import (
     config,
     gang,
     node,
+    other,
     plan,
     quota_tree,
     reclaim_swap,
@@ -82,6 +83,27 @@ def test_max_jobs(backend: str) -> None:
     after = workers_after(snap, result.plan)
     assert after["team-a/g1"] + after["team-a/g2"] == 2
     assert after["team-b/g3"] == 2
+    blocked = next(j for j in result.plan.jobs if j.planned == 0)
+    assert "kube-queue/max-jobs 1, running 1" in blocked.reason
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_max_jobs_counts_the_queues_own_jobs_not_other_pods(backend: str) -> None:
+    """A notebook of the default scheduler and another scheduler's gang run in team-a: they take
+    its GPUs (max 6: 4 left), not its one running-job slot, which a gang of ours still gets."""
+    theirs = gang("theirs", 1, namespace="team-a", running_on=["n"])
+    theirs[1]["spec"]["schedulerName"] = "volcano"
+    snap = snapshot(
+        node("n", gpus=16),
+        tree({"max": {"kube-queue/max-jobs": "1", "nvidia.com/gpu": "6"}}, {}),
+        other("notebook", "n", gpus=1, namespace="team-a"),
+        theirs,
+        gang("g1", 2, namespace="team-a"),
+        gang("g2", 2, namespace="team-a"),
+    )
+    result = plan(snap, backend)
+    after = workers_after(snap, result.plan)
+    assert after["team-a/g1"] + after["team-a/g2"] == 2
     blocked = next(j for j in result.plan.jobs if j.planned == 0)
     assert "kube-queue/max-jobs 1, running 1" in blocked.reason
 
