@@ -252,9 +252,14 @@ class MemberRegistry:
                 del self.sessions[name]
         for name, spec in wanted.items():
             if name not in self.sessions:
-                self.sessions[name] = MemberSession(
-                    spec, self.workdir, self.probe_interval, self.qps, self.burst, self.fence
-                )
+                try:
+                    self.sessions[name] = MemberSession(
+                        spec, self.workdir, self.probe_interval, self.qps, self.burst, self.fence
+                    )
+                except Exception as exc:  # e.g. a kubeconfig the client cannot use
+                    first = (str(exc).splitlines() or [""])[0]  # not the rest: it may quote secrets
+                    why = f"credentials unusable: {type(exc).__name__}: {first}"
+                    self.errors[name] = InputError(f"Cluster {name}", "spec.secretRef", why)
 
     def close(self) -> None:
         for s in self.sessions.values():

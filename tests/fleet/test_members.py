@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from solver_sched.domain.snapshot import InputError
-from solver_sched.fleet.members import MemberSession, MemberSpec, member_spec
+from solver_sched.fleet.members import MemberRegistry, MemberSession, MemberSpec, member_spec
 from solver_sched.kube.api import Fenced
 
 
@@ -57,6 +57,37 @@ def test_missing_secret_ref_secret_or_credentials_name_the_field() -> None:
         cluster({"name": "m1"}, endpoint=""), lambda ns, n: {"data": {"token": b64("t")}}
     )
     assert isinstance(no_endpoint, InputError) and no_endpoint.field == "spec.apiEndpoint"
+
+
+@pytest.mark.parametrize(
+    "kubeconfig",
+    [
+        pytest.param("a: [unclosed", id="not-yaml"),
+        pytest.param("apiVersion: v1\nkind: Config\n", id="no-context"),
+    ],
+)
+def test_a_kubeconfig_the_client_cannot_use_is_that_clusters_error_only(kubeconfig: str) -> None:
+    """The Secret is opaque to the API server: a kubeconfig that does not load is reported on
+    its Cluster, and the other members are still connected (it stopped every fleet cycle)."""
+    good = "t0k"
+    secrets = {
+        "good": {"data": {"token": b64(good)}},
+        "bad": {"data": {"kubeconfig": b64(kubeconfig)}},
+    }
+    clusters = []
+    for name in ("good", "bad"):
+        c = cluster({"name": name}, endpoint="https://127.0.0.1:1")
+        c["metadata"]["name"] = name
+        clusters.append(c)
+    registry = MemberRegistry(probe_interval=60)
+    try:
+        registry.sync(clusters, lambda ns, n: secrets[n])
+        assert set(registry.sessions) == {"good"}
+        error = registry.errors["bad"]
+        assert (error.obj, error.field) == ("Cluster bad", "spec.secretRef")
+        assert error.message.startswith("credentials unusable: ")
+    finally:
+        registry.close()
 
 
 def test_a_changed_secret_changes_the_fingerprint() -> None:
