@@ -122,10 +122,12 @@ def member_objects(
     node_member: dict[str, tuple[str, str]],
     copy_pods: dict[str, dict[str, dict[str, Any]]],
     cache: FleetCache,
+    scheduler_name: str,
 ) -> list[dict[str, Any]]:
     """A member's nodes (renamed ``member/node``, labelled with the member; unschedulable while a
     stale copy is still being removed there) and its bound pods: those of current copies join
-    their hub job, the rest only take capacity."""
+    their hub job (as pods of ``scheduler_name``, whatever bound them in the member), the rest
+    only take capacity."""
     out: list[dict[str, Any]] = []
     for raw in m.objects:
         kind = raw.get("kind")
@@ -144,8 +146,9 @@ def member_objects(
                 continue  # pending pods of a member take nothing; finished ones free it
             labels = (raw.get("metadata") or {}).get("labels") or {}
             owner = current.get(labels.get(KUBEFLOW_JOB_LABEL, ""))
-            key = ("pod", m.name, id(raw), owner.key if owner else None)
-            pod, suffix = cache.get(raw, key, partial(_member_pod, m.name, raw, owner))
+            key = ("pod", m.name, id(raw), owner.key if owner else None, scheduler_name)
+            make = partial(_member_pod, m.name, raw, owner, scheduler_name)
+            pod, suffix = cache.get(raw, key, make)
             if owner is not None:
                 copy_pods.setdefault(owner.key, {})[suffix] = pod
             out.append(pod)
@@ -170,7 +173,7 @@ def _node(member: str, raw: Mapping[str, Any], blocked: bool) -> dict[str, Any]:
 
 
 def _member_pod(
-    member: str, raw: Mapping[str, Any], owner: HubJob | None
+    member: str, raw: Mapping[str, Any], owner: HubJob | None, scheduler_name: str
 ) -> tuple[dict[str, Any], str]:
     """The pod in the fleet view, and its replica suffix when it is a copy's (of ``owner``)."""
     meta = raw.get("metadata") or {}
@@ -197,6 +200,7 @@ def _member_pod(
         return pod, ""
     copy_name_ = str(labels.get(KUBEFLOW_JOB_LABEL))
     suffix = str(meta.get("name", ""))[len(copy_name_) + 1 :]
+    pod["spec"]["schedulerName"] = scheduler_name  # a member of the hub's gang
     pod["metadata"]["labels"] = {
         KUBEFLOW_JOB_LABEL: owner.name,
         **{k: v for k, v in labels.items() if k in (REPLICA_TYPE, REPLICA_INDEX)},

@@ -99,10 +99,15 @@ def build_fleet(
         stale[m.name] = tuple(
             c for c in mine if c.name not in current and not kept(c, by_uid.get(c.uid))
         )
-        # pods of a finished job (workers still up after the master succeeded) or of one the
-        # fleet cannot judge take capacity only: they are no job of the queue any more
-        active = {n: j for n, j in current.items() if not j.finished and not j.invalid}
-        objects += member_objects(m, active, bool(stale[m.name]), node_member, copy_pods, cache)
+        # pods of a finished job (workers still up after the master succeeded) take capacity
+        # only: they are no job of the queue any more. A copy of a job the fleet cannot judge
+        # (its policy or placement unreadable now) stays, and stays its queue's: a held job
+        active = {n: j for n, j in current.items() if not j.finished}
+        for c in mine:
+            if (job := by_uid.get(c.uid)) is not None and job.invalid and not job.finished:
+                active[c.name] = job
+        blocked = bool(stale[m.name])
+        objects += member_objects(m, active, blocked, node_member, copy_pods, cache, scheduler_name)
     synthetic: dict[str, tuple[str, str]] = {}
     for job in jobs.values():
         if job.invalid or job.finished:
@@ -143,7 +148,9 @@ def _finish(
     changed = {}
     for name, job in snap.jobs.items():
         hub = jobs.get(name)
-        if hub is not None and hub.policy is not None and not hub.policy.queued:
+        if hub is not None and hub.invalid and not job.invalid:  # its copy's pods: held
+            changed[name] = replace(job, invalid=hub.invalid)
+        elif hub is not None and hub.policy is not None and not hub.policy.queued:
             changed[name] = replace(job, queue=IMPLICIT_QUEUE)
     remapped = []
     for e in snap.errors:

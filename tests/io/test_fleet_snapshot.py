@@ -7,6 +7,8 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
+
 from solver_sched.config.schema import SchedulerConfig
 from solver_sched.cycle import CycleResult, run_cycle
 from solver_sched.io.fleet_hub import (
@@ -228,6 +230,31 @@ def test_pods_of_the_current_copy_join_the_hub_job() -> None:
     assert sorted(p.node_name or "" for p in pods) == ["m1/a", "m1/b"]  # real + reserved
     assert fleet.snapshot.free_per_node["m1/b"]["nvidia.com/gpu"] == 6
     assert fleet.snapshot.free_per_node["m1/a"]["nvidia.com/gpu"] == 6
+
+
+@pytest.mark.parametrize("breaks", ["nothing", "policy", "placement"])
+def test_a_running_job_holds_its_queue_slot_even_when_the_fleet_cannot_judge_it(
+    breaks: str,
+) -> None:
+    """Job a runs in m1, every pod bound there (by the member's default scheduler), and holds
+    its leaf's one job slot; then its policy, or its placement annotation, may be edited into
+    something unreadable. Its copy stays, and so does its slot: b waits (with a broken policy
+    or placement, b was placed beside it: 2 jobs under max-jobs 1)."""
+    a = pytorchjob("a", masters=0, workers=1, gpus=4)
+    placed(a, "m1", {"worker-0": "n1"})
+    c = _copy(a, 1)
+    name = c["metadata"]["name"]
+    running = pod(f"{name}-worker-0", "n1", gpus=4, **{"training.kubeflow.org/job-name": name})
+    pa = policy("pa", job="a", custom="Gangg" if breaks == "policy" else "Gang")
+    if breaks == "placement":
+        a["metadata"]["annotations"][ANN_NODES] = "{not json"
+    hub = [pa, policy("pb", job="b"), quota_tree(max_jobs=1, gpus=16), a]
+    hub.append(pytorchjob("b", masters=0, workers=1, gpus=4))
+    fleet, _, where, why = plan(hub, MemberState("m1", [node("n1"), node("n2"), c, running]))
+    assert fleet.stale["m1"] == ()  # the copy is kept
+    assert bool(fleet.snapshot.jobs["default/a"].invalid) == (breaks != "nothing")
+    assert where["default/b"] is None
+    assert "kube-queue/max-jobs 1, running 1" in why["default/b"]
 
 
 def test_a_kept_cache_gives_the_same_snapshot_and_sees_every_change() -> None:
