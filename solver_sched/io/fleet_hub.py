@@ -25,6 +25,9 @@ from solver_sched.io.fleet_objects import (
 )
 
 ANN = "solver-sched.io/"
+# Between a member's name and a pod name in the fleet's view: no Kubernetes name holds it, so a
+# hub job named "m1.x" derives no pod that takes the key of x's pods in m1 (with ".", it did)
+IN_MEMBER = "~"
 ANN_CLUSTER = ANN + "cluster"  # hub job: the member it is placed in
 ANN_GENERATION = ANN + "placement-generation"  # hub job: bumped at every new placement
 ANN_NODES = ANN + "reserved-nodes"  # hub job: JSON {replica pod suffix: member node}

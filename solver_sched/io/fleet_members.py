@@ -11,6 +11,7 @@ from typing import Any
 
 from solver_sched.io.context import WHOLE
 from solver_sched.io.fleet_hub import (
+    IN_MEMBER,
     LABEL_GENERATION,
     LABEL_UID,
     REPLICA_INDEX,
@@ -182,7 +183,7 @@ def _member_pod(
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
-            "name": f"{member}.{meta.get('name')}",
+            "name": f"{member}{IN_MEMBER}{meta.get('name')}",
             "namespace": meta.get("namespace") or "default",
             "uid": meta.get("uid", ""),
             "creationTimestamp": meta.get("creationTimestamp"),

@@ -10,6 +10,7 @@ from typing import Any
 
 from solver_sched.io.fleet_hub import (
     ANN_SIZE_POLICY,
+    IN_MEMBER,
     KUBEFLOW_API,
     REPLICA_INDEX,
     REPLICA_TYPE,
@@ -75,8 +76,9 @@ def job_pods(
     real: Mapping[str, dict[str, Any]],
     synthetic: dict[str, tuple[str, str]],
 ) -> list[dict[str, Any]]:
-    """Pods of the job in the fleet view: pending ones while queued; once placed, the copy's
-    bound pods and the reserved node for each replica not bound yet."""
+    """Pods of the job in the fleet view: pending ones while queued; once placed, the reserved
+    node for each replica not bound yet (``real``: the copy's bound pods, by replica suffix,
+    which the member's objects hold already)."""
     specs = (job.raw.get("spec") or {}).get("pytorchReplicaSpecs") or {}
     meta = job.raw.get("metadata") or {}
     p = job.placement
@@ -86,7 +88,6 @@ def job_pods(
         for i in range(count):
             suffix = f"{rtype.lower()}-{i}"
             if p is not None and suffix in real:
-                out.append(real[suffix])
                 continue
             spec = dict(template.get("spec") or {})  # shallow: only top-level keys change
             spec["schedulerName"] = scheduler_name
@@ -97,7 +98,7 @@ def job_pods(
                 _add_affinity(spec, _allowed_clusters(job))
                 synthetic[f"{job.namespace}/{name}"] = (job.key, suffix)
             else:  # reserved where it was dispatched: counts for quota, and for capacity
-                name = f"{p.cluster}.{name}"
+                name = f"{p.cluster}{IN_MEMBER}{name}"
                 spec["nodeName"] = f"{p.cluster}/{p.nodes.get(suffix, '(unknown)')}"
             out.append(
                 {

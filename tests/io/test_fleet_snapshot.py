@@ -230,6 +230,23 @@ def test_pods_of_the_current_copy_join_the_hub_job() -> None:
     assert sorted(p.node_name or "" for p in pods) == ["m1/a", "m1/b"]  # real + reserved
     assert fleet.snapshot.free_per_node["m1/b"]["nvidia.com/gpu"] == 6
     assert fleet.snapshot.free_per_node["m1/a"]["nvidia.com/gpu"] == 6
+    assert fleet.snapshot.errors == ()  # the real pod once (it was "given twice")
+
+
+def test_a_hub_job_named_like_a_copy_in_a_member_takes_none_of_its_pods() -> None:
+    """Dots are legal in names: a queued job "m1.<a's copy>" derives a pod named as a's copy pod
+    would be in m1 with "." between them. a's pod stays, its node stays full, c waits."""
+    a = pytorchjob("a", masters=0, workers=1, gpus=8)
+    placed(a, "m1", {"worker-0": "n1"})
+    c = _copy(a, 1)
+    name = c["metadata"]["name"]
+    running = pod(f"{name}-worker-0", "n1", gpus=8, **{"training.kubeflow.org/job-name": name})
+    hub = [policy(), a, pytorchjob(f"m1.{name}", masters=0, workers=1, gpus=100)]
+    hub.append(pytorchjob("c", masters=0, workers=1, gpus=8))
+    fleet, _, where, _ = plan(hub, MemberState("m1", [node("n1"), c, running]))
+    assert fleet.snapshot.errors == ()
+    assert fleet.snapshot.free_per_node["m1/n1"]["nvidia.com/gpu"] == 0
+    assert where["default/c"] is None
 
 
 @pytest.mark.parametrize("breaks", ["nothing", "policy", "placement"])
