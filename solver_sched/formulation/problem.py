@@ -155,6 +155,8 @@ class Problem:
     class_domain: Mapping[int, Mapping[str, tuple[str, ...]]] = field(default_factory=dict)
     held: Mapping[str, frozenset[tuple[str, ...] | None]] = field(default_factory=dict)  # job ->
     # the domains (at its level) its running pods are in, for jobs with a request
+    # required gang whose running pods are not in one domain -> the sizes > 0 it may end at
+    split: Mapping[str, frozenset[int]] = field(default_factory=dict)
     free_domains: tuple[tuple[str, tuple[str, ...], int], ...] = ()  # (level, domain, GPUs) free
     spread_weight: int = 0
     fragmentation_weight: int = 0

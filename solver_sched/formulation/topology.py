@@ -62,6 +62,34 @@ def held_domains(
     return out
 
 
+def split_sizes(
+    snapshot: ClusterSnapshot,
+    topology: Topology,
+    asks: Mapping[str, Ask],
+    running: Mapping[str, tuple[Pod, ...]],
+) -> dict[str, frozenset[int]]:
+    """Per required gang whose running pods (in keep order) are not in one domain of its level
+    (split before the request, or on nodes outside every domain): the sizes above 0 it may end
+    at, as placement and the checker allow them. As it is, and each shrink whose kept pods lie
+    in one domain; never a growth."""
+    out: dict[str, frozenset[int]] = {}
+    for name, ask in asks.items():
+        pods = running.get(name, ())
+        if ask.mode is not Mode.REQUIRED or not pods:
+            continue
+        found: list[DomainId | None] = []
+        for pod in pods:
+            node = snapshot.nodes.get(pod.node_name or "")
+            found.append(None if node is None else topology.domain_of(node.labels, ask.key))
+        if len(set(found)) == 1 and found[0] is not None:
+            continue  # whole: rule one_domain keeps it there
+        # the longest prefix in one domain: the first pods (kept longest) up to the first
+        # that sits elsewhere
+        one = next(i for i, d in enumerate(found) if d != found[0]) if found[0] else 0
+        out[name] = frozenset({len(pods), *range(1, one + 1)})
+    return out
+
+
 def free_domains(
     snapshot: ClusterSnapshot, topology: Topology, keys: tuple[str, ...]
 ) -> tuple[tuple[str, DomainId, int], ...]:

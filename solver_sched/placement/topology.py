@@ -22,24 +22,28 @@ Bind = Callable[[tuple[Pod, ...]], bool]  # binds these pods all or nothing (rol
 
 
 class DomainIndex:
-    """Per level key: each schedulable node's domain, and each domain's nodes."""
+    """Per level key: each schedulable node's domain, and each domain's nodes; and the domain of
+    every node, cordoned ones too, where a gang's running pods may sit."""
 
     def __init__(self, snapshot: ClusterSnapshot, topology: Topology, keys: Iterable[str]) -> None:
         self.topology = topology
         self.of: dict[str, dict[str, DomainId]] = {}
+        self.any_of: dict[str, dict[str, DomainId]] = {}
         self.members: dict[Fence, tuple[str, ...]] = {}
         for key in sorted(set(keys)):
             of: dict[str, DomainId] = {}
+            any_of: dict[str, DomainId] = {}
             groups: dict[DomainId, list[str]] = {}
             for name in sorted(snapshot.nodes):
                 node = snapshot.nodes[name]
-                if not node.schedulable:
-                    continue
                 d = topology.domain_of(node.labels, key)
-                if d is not None:
+                if d is None:
+                    continue
+                any_of[name] = d
+                if node.schedulable:
                     of[name] = d
                     groups.setdefault(d, []).append(name)
-            self.of[key] = of
+            self.of[key], self.any_of[key] = of, any_of
             for d, nodes in groups.items():
                 self.members[(key, d)] = tuple(nodes)
 
@@ -47,7 +51,9 @@ class DomainIndex:
         return sorted({d for (k, d) in self.members if k == key})
 
     def domains_of(self, key: str, nodes: Iterable[str]) -> set[DomainId | None]:
-        of = self.of.get(key, {})
+        """The domains of these nodes (a running gang's): a cordoned node keeps its domain, as
+        the model reads it (formulation/topology.held_domains); a pod there stays where it is."""
+        of = self.any_of.get(key, {})
         return {of.get(n) for n in nodes}
 
 

@@ -100,6 +100,25 @@ def test_a_required_elastic_gang_grows_only_inside_its_rack(backend: str) -> Non
     assert workers_after(snap, result.plan)["default/e"] == 1  # r1 is full: no growth into r2
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_pod_on_a_cordoned_node_keeps_its_gang_in_its_rack(backend: str) -> None:
+    """Rack r1: a (cordoned, one pod of e running) and b (free); r2: c. e (required rack, 1-2
+    pods) grows to 2 on b, beside its pod on a; placement read a's pod as in no rack, so the
+    growth could not be packed (an irregular gang there could not even shrink: every plan
+    rejected), and the model's bound cut off plans that keep the pod."""
+    layout = {"a": ("b1", "r1"), "b": ("b1", "r1"), "c": ("b1", "r2")}
+    nodes = racks(layout)
+    nodes[0]["spec"]["unschedulable"] = True
+    e = m.gang("e", 2, gpus=4, min_member=1, max_member=2, running_on=["a"], annotations=REQ)
+    snap = snapshot(nodes, e)
+    result = run_cycle(snap, cfg(), NOW, backend)
+    assert not result.violations
+    assert workers_after(snap, result.plan) == {"default/e": 2}
+    assert {b.node for b in result.plan.binds if b.job == "default/e"} == {"b"}
+    bound = result.stats.bound
+    assert bound is None or result.stats.objective is None or result.stats.objective <= bound
+
+
 def test_a_preferred_gang_the_solver_spread_goes_whole_into_a_rack_that_holds_it() -> None:
     """The packer follows the solver's domains, but a spread it chose over aggregated classes (or
     in a plan short of optimal) never splits a gang one rack holds whole at packing time."""

@@ -3,7 +3,11 @@
 For a gang j with a request at level L (domains D of L; a counted type never has one):
     z[j,p,D] <= need[j,p] * d[j,D]                       its new pods of shape p in D
     sum_D z[j,p,D] = sum_s new[j,s,p] y[j,s]             all of them somewhere
-    required:   sum_D d[j,D] = run_j                     one domain (its running pods' one)
+    required:   sum_D d[j,D] = run_j                     one domain (its running pods' one,
+                                                         even with no class there for new pods)
+A required gang whose running pods are in no one domain (split before the request, or on
+nodes outside every domain) gets no d: y[j,s] = 0 for every size s > 0 but its size now and
+the shrinks that keep it in one domain (``Problem.split``), as placement and the checker allow.
     preferred:  d[j,D] <= b[j,E]  for E above D          the broader domains it touches
 and for every asked level L', domain E of it and shape p, the classes of E supply the pods the
 gangs placed inside E:
@@ -37,6 +41,14 @@ def add(problem: Problem, model: LinearModel, v: Vars) -> None:
             usable[(sid, level)].add(dom)
     for name, ask in sorted(problem.asks.items()):
         j = index.get(name)
+        split = problem.split.get(name)
+        if j is not None and split is not None:  # in no one domain: only the sizes it allows
+            jm = problem.jobs[j]
+            sizes = [o.size for o in jm.options]
+            barred = [(v.y[j][k], 1) for k, s in enumerate(sizes) if s and s not in split]
+            if barred:
+                model.add(f"split[{name}]", barred, 0, 0)
+            continue
         if j is None or not need.get(j):
             continue
         jm = problem.jobs[j]
@@ -44,8 +56,9 @@ def add(problem: Problem, model: LinearModel, v: Vars) -> None:
         held = problem.held.get(name, frozenset())
         reach = set().union(*(usable.get((sid, ask.key), ()) for sid in need[j]))
         if ask.mode is Mode.REQUIRED and held:
-            one = next(iter(held)) if len(held) == 1 else None
-            reach = {one} & reach if one is not None else set()
+            # its running pods' one domain, even where no class of it takes new pods (a
+            # cordoned node's rack): one_domain then keeps it there, at most at its size now
+            reach = {d for d in held if d is not None}
         per_shape: dict[int, Terms] = defaultdict(list)
         ds: Terms = []
         for d in sorted(reach):

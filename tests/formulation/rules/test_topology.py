@@ -138,9 +138,24 @@ def test_a_running_required_gang_may_grow_only_in_its_one_rack() -> None:
         m.gang("s", 3, gpus=2, min_member=1, max_member=3, running_on=["a", "b"], annotations=REQ)
     )  # already over two racks: no domain to grow in, so it cannot grow
     assert not [n for n in split.model.names if n.startswith("d[")]
-    sid = split.problem.shape_of["default/s-worker-2"]
     grown = {"y[default/s,3]": 1, split.x("default/s-worker-2", "c"): 1}
-    assert f"place_domain[default/s,{sid}]" in split.violated(grown)
+    assert split.violated(grown) == ["split[default/s]"]
+    assert split.violated({"y[default/s,2]": 1}) == []  # as it is: left alone
+    assert split.violated({"y[default/s,1]": 1}) == []  # the pod kept longest, in one rack
+
+
+def test_a_required_gang_on_a_cordoned_node_keeps_its_rack() -> None:
+    """Its one pod runs on cordoned node a, its rack r1's only node: no class of r1 takes new
+    pods, yet the gang stays there (d for r1 still exists); it was forced to 0, so the model's
+    bound cut off plans that keep it (an OPTIMAL bound below the plan)."""
+    where = {"a": ("b1", "r1"), "b": ("b1", "r2")}
+    nodes = [m.node(n, gpus=4, labels={BLOCK: b, RACK: r}) for n, (b, r) in where.items()]
+    nodes[0]["spec"]["unschedulable"] = True
+    r = m.gang("r", 2, gpus=2, min_member=1, max_member=2, running_on=["a"], annotations=REQ)
+    snap = snapshot(nodes, m.kueue_topology("dc", [BLOCK, RACK, HOSTNAME]), r)
+    rm = rule_model(snap, gang.add, topology.add)
+    assert [n for n in rm.model.names if n.startswith("d[")] == ["d[default/r,b1/r1]"]
+    assert rm.violated({"y[default/r,1]": 1, "d[default/r,b1/r1]": 1}) == []
 
 
 def test_a_broader_domain_is_the_prefix_of_its_levels() -> None:
