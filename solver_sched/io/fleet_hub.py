@@ -124,9 +124,27 @@ def _parse(model: type[BaseModel], raw: Mapping[str, Any], errors: list[InputErr
 
 
 def parse_policy(raw: Mapping[str, Any], errors: list[InputError]) -> PropagationPolicyObj | None:
+    """The policy; one that fails validation still selects its jobs, if its selectors can be
+    read, and holds them (a wider policy must not place what a narrower one was written for)."""
     if str(raw.get("apiVersion", "")).split("/")[0] not in POLICY_GROUPS:
         return None
-    return _parse(PropagationPolicyObj, raw, errors)  # type: ignore[no-any-return]
+    seen = len(errors)
+    p = _parse(PropagationPolicyObj, raw, errors)
+    if p is not None:
+        return p  # type: ignore[no-any-return]
+    spec = raw.get("spec")
+    selectors = spec.get("resourceSelectors") if isinstance(spec, dict) else None
+    shell = {"apiVersion": raw.get("apiVersion"), "metadata": raw.get("metadata")}
+    try:
+        p = PropagationPolicyObj.model_validate(
+            {**shell, "spec": {"resourceSelectors": selectors or []}}
+        )
+    except ValidationError:
+        return None
+    first = errors[seen] if len(errors) > seen else None
+    why = f"{first.field}: {first.message}" if first else "could not be read"
+    p._unreadable = why
+    return p
 
 
 def policy_view(p: PropagationPolicyObj, errors: list[InputError]) -> Policy:
@@ -139,6 +157,17 @@ def policy_view(p: PropagationPolicyObj, errors: list[InputError]) -> Policy:
         errors.append(InputError(obj, fld, msg))
         invalid = invalid or f"{obj}: {fld}: {msg}"
 
+    if p.unreadable:  # reported when read: its jobs are held with the reason
+        return Policy(
+            name=obj,
+            purge_mode=None,
+            toleration_seconds=DEFAULT_TOLERATION_SECONDS,
+            grace_seconds=DEFAULT_GRACE_SECONDS,
+            queued=True,
+            clusters=(),
+            exclude=(),
+            invalid=f"{obj}: {p.unreadable}",
+        )
     rs = p.spec.placement.replica_scheduling
     base = "spec.placement.replicaScheduling"
     if rs is None:
@@ -174,6 +203,14 @@ def policy_view(p: PropagationPolicyObj, errors: list[InputError]) -> Policy:
         if app.grace_period_seconds is not None:
             grace = app.grace_period_seconds
     aff = p.spec.placement.cluster_affinity
+    refused = {
+        "spec.placement.clusterAffinities": p.spec.placement.cluster_affinities,
+        "spec.placement.clusterAffinity.labelSelector": aff and aff.label_selector,
+        "spec.placement.clusterAffinity.fieldSelector": aff and aff.field_selector,
+    }
+    for fld, value in refused.items():
+        if value:  # held, not placed where the policy may not allow it
+            bad(fld, "not supported: the fleet places by clusterNames and exclude only")
     return Policy(
         name=obj,
         purge_mode=purge,
@@ -186,15 +223,18 @@ def policy_view(p: PropagationPolicyObj, errors: list[InputError]) -> Policy:
     )
 
 
-def _selects(sel: ResourceSelectorModel, meta_name: str, labels: Mapping[str, str]) -> int:
+def _selects(
+    sel: ResourceSelectorModel, namespace: str, meta_name: str, labels: Mapping[str, str]
+) -> int:
     """0: no match; else how specific the match is (name 3, labels 2, kind 1)."""
     if sel.api_version != KUBEFLOW_API or sel.kind != "PyTorchJob":
+        return 0
+    if sel.namespace and sel.namespace != namespace:
         return 0
     if sel.name:
         return 3 if sel.name == meta_name else 0
     if sel.label_selector is not None:
-        ok = all(labels.get(k) == v for k, v in sel.label_selector.match_labels.items())
-        return 2 if ok else 0
+        return 2 if sel.label_selector.matches(labels) else 0
     return 1
 
 
@@ -207,7 +247,8 @@ def _best_policy(
     for p in policies:
         if (p.metadata.namespace or "default") != namespace:
             continue
-        score = max((_selects(s, name, labels) for s in p.spec.resource_selectors), default=0)
+        selectors = p.spec.resource_selectors
+        score = max((_selects(s, namespace, name, labels) for s in selectors), default=0)
         if score:
             ranked.append(((-score, -p.spec.priority, p.metadata.name), p))
     return min(ranked, key=lambda r: r[0])[1] if ranked else None

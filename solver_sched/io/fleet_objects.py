@@ -6,9 +6,10 @@ by the fleet loader (``io.fleet_snapshot``)."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from solver_sched.io.objects import Meta
 
@@ -23,8 +24,33 @@ class _Obj(BaseModel):
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
 
 
+class RequirementModel(_Obj):
+    key: str
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    values: list[str] = Field(default_factory=list)
+
+
 class LabelSelectorModel(_Obj):
     match_labels: dict[str, str] = Field(default_factory=dict, alias="matchLabels")
+    match_expressions: list[RequirementModel] = Field(
+        default_factory=list, alias="matchExpressions"
+    )
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """Kubernetes' label selector: every matchLabels pair and every requirement holds."""
+        if any(labels.get(k) != v for k, v in self.match_labels.items()):
+            return False
+        for r in self.match_expressions:
+            has = r.key in labels
+            if r.operator == "In" and not (has and labels[r.key] in r.values):
+                return False
+            if r.operator == "NotIn" and has and labels[r.key] in r.values:
+                return False
+            if r.operator == "Exists" and not has:
+                return False
+            if r.operator == "DoesNotExist" and has:
+                return False
+        return True
 
 
 class ResourceSelectorModel(_Obj):
@@ -43,10 +69,14 @@ class ReplicaSchedulingModel(_Obj):
 class ClusterAffinityModel(_Obj):
     cluster_names: list[str] = Field(default_factory=list, alias="clusterNames")
     exclude: list[str] = Field(default_factory=list)
+    # read only to refuse them: the fleet cannot honour them (policy_view holds the job)
+    label_selector: Any = Field(default=None, alias="labelSelector")
+    field_selector: Any = Field(default=None, alias="fieldSelector")
 
 
 class PlacementModel(_Obj):
     cluster_affinity: ClusterAffinityModel | None = Field(default=None, alias="clusterAffinity")
+    cluster_affinities: Any = Field(default=None, alias="clusterAffinities")  # refused too
     replica_scheduling: ReplicaSchedulingModel | None = Field(
         default=None, alias="replicaScheduling"
     )
@@ -86,6 +116,12 @@ class PropagationPolicyObj(_Obj):
     api_version: str = Field(alias="apiVersion")
     metadata: Meta
     spec: PolicySpec
+    # set by the loader when only the selectors could be read: the jobs they select are held
+    _unreadable: str | None = PrivateAttr(default=None)
+
+    @property
+    def unreadable(self) -> str | None:
+        return self._unreadable
 
 
 class SecretRefModel(_Obj):

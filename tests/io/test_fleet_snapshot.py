@@ -158,6 +158,71 @@ def test_the_most_specific_policy_wins() -> None:
     assert fleet.jobs["default/k"].policy and not fleet.jobs["default/k"].policy.invalid
 
 
+@pytest.mark.parametrize(
+    ("expression", "selects"),
+    [
+        ({"key": "team", "operator": "In", "values": ["x"]}, {"x"}),
+        ({"key": "team", "operator": "NotIn", "values": ["x"]}, {"y", "none"}),
+        ({"key": "team", "operator": "Exists"}, {"x", "y"}),
+        ({"key": "team", "operator": "DoesNotExist"}, {"none"}),
+    ],
+)
+def test_a_label_selectors_expressions_select_as_kubernetes_does(
+    expression: dict[str, Any], selects: set[str]
+) -> None:
+    """matchExpressions were read as no requirement: the policy took every PyTorchJob."""
+    p = policy()
+    p["spec"]["resourceSelectors"][0]["labelSelector"] = {"matchExpressions": [expression]}
+    jobs = []
+    for team in ("x", "y", "none"):
+        j = pytorchjob(team, masters=0, workers=1)
+        j["metadata"]["labels"] = {"team": team} if team != "none" else {}
+        jobs.append(j)
+    fleet = build_fleet([p, *jobs], [])
+    assert {k.removeprefix("default/") for k in fleet.jobs} == selects
+
+
+def test_a_selector_for_another_namespace_selects_nothing_here() -> None:
+    p = policy()
+    p["spec"]["resourceSelectors"][0]["namespace"] = "team-b"
+    assert build_fleet([p, pytorchjob("j")], []).jobs == {}
+
+
+@pytest.mark.parametrize(
+    ("placement", "field"),
+    [
+        (
+            {"clusterAffinity": {"labelSelector": {"matchLabels": {"region": "eu"}}}},
+            "labelSelector",
+        ),
+        ({"clusterAffinity": {"fieldSelector": {"matchExpressions": []}}}, "fieldSelector"),
+        ({"clusterAffinities": [{"affinityName": "a", "clusterNames": ["m2"]}]}, "Affinities"),
+    ],
+)
+def test_cluster_affinity_the_fleet_cannot_honour_holds_the_job(
+    placement: dict[str, Any], field: str
+) -> None:
+    """Silently dropped, these sent the job to any member, one the policy may exclude."""
+    p = policy()
+    p["spec"]["placement"].update(placement)
+    hub = [p, pytorchjob("j", masters=0, workers=1)]
+    _, _, where, why = plan(hub, MemberState("m1", [node("a")]))
+    assert where == {"default/j": None}
+    assert field in why["default/j"] and "not supported" in why["default/j"]
+
+
+def test_a_policy_that_fails_validation_still_holds_the_jobs_it_selects() -> None:
+    """A narrow policy (this job, member m2) with a bad priority is reported; the catch-all one
+    (member m1) must not place the job it was not written for."""
+    narrow = policy("narrow", job="j", clusters=["m2"])
+    narrow["spec"]["priority"] = "high"
+    hub = [narrow, policy("wide", clusters=["m1"]), pytorchjob("j", masters=0, workers=1)]
+    fleet, _, where, why = plan(hub, MemberState("m1", [node("a")]), MemberState("m2", [node("b")]))
+    assert where == {"default/j": None}
+    assert why["default/j"].startswith("PropagationPolicy default/narrow: spec.priority: ")
+    assert [e.field for e in fleet.errors if "narrow" in e.obj] == ["spec.priority"]
+
+
 def test_jobs_without_a_policy_are_left_alone() -> None:
     fleet = build_fleet([pytorchjob("j")], [MemberState("m1", [node("a")])])
     assert fleet.jobs == {} and fleet.snapshot.jobs == {}
