@@ -261,7 +261,9 @@ def hub_jobs(
     raws: list[Mapping[str, Any]],
     policies: list[PropagationPolicyObj],
     errors: list[InputError],
+    unreadable: set[str] | None = None,
 ) -> dict[str, HubJob]:
+    """``unreadable``: gets the UIDs of jobs that fail validation (their copies are kept)."""
     views: dict[str, Policy] = {}
     out: dict[str, HubJob] = {}
     for raw in raws:
@@ -269,6 +271,10 @@ def hub_jobs(
             continue
         pj: HubPyTorchJobObj | None = _parse(HubPyTorchJobObj, raw, errors)
         if pj is None:
+            meta = raw.get("metadata")
+            uid = meta.get("uid") if isinstance(meta, dict) else None
+            if unreadable is not None and isinstance(uid, str) and uid:
+                unreadable.add(uid)
             continue
         ns = pj.metadata.namespace or "default"
         chosen = _best_policy(ns, pj.metadata.name, pj.metadata.labels, policies)

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictBool
 
-from solver_sched.io.objects import Meta
+from solver_sched.io.objects import Int32, Meta
 
 POLICY_GROUPS = ("policy.one.alibabacloud.com", "policy.karmada.io")
 CLUSTER_GROUP = "cluster.karmada.io"
@@ -83,11 +83,11 @@ class PlacementModel(_Obj):
 
 
 class SuspensionModel(_Obj):
-    scheduling: bool = False
+    scheduling: StrictBool = False
 
 
 class DecisionConditionsModel(_Obj):
-    toleration_seconds: int | None = Field(default=None, alias="tolerationSeconds")
+    toleration_seconds: Int32 | None = Field(default=None, alias="tolerationSeconds")
 
 
 class ApplicationFailoverModel(_Obj):
@@ -95,7 +95,7 @@ class ApplicationFailoverModel(_Obj):
         default_factory=DecisionConditionsModel, alias="decisionConditions"
     )
     purge_mode: str = Field(default="Gracefully", alias="purgeMode")
-    grace_period_seconds: int | None = Field(default=None, alias="gracePeriodSeconds")
+    grace_period_seconds: Int32 | None = Field(default=None, alias="gracePeriodSeconds")
 
 
 class FailoverModel(_Obj):
@@ -109,7 +109,7 @@ class PolicySpec(_Obj):
     placement: PlacementModel = Field(default_factory=PlacementModel)
     suspension: SuspensionModel | None = None
     failover: FailoverModel | None = None
-    priority: int = 0
+    priority: Int32 = 0
 
 
 class PropagationPolicyObj(_Obj):
@@ -132,7 +132,9 @@ class SecretRefModel(_Obj):
 class ClusterSpec(_Obj):
     api_endpoint: str = Field(default="", alias="apiEndpoint")
     secret_ref: SecretRefModel | None = Field(default=None, alias="secretRef")
-    insecure_skip_tls_verification: bool = Field(default=False, alias="insecureSkipTLSVerification")
+    insecure_skip_tls_verification: StrictBool = Field(
+        default=False, alias="insecureSkipTLSVerification"
+    )
 
 
 class ClusterObj(_Obj):
@@ -141,13 +143,13 @@ class ClusterObj(_Obj):
 
 
 class ReplicaTemplate(_Obj):
-    replicas: int = 1
+    replicas: Int32 = 1
     template: dict[str, Any] = Field(default_factory=dict)
 
 
 class HubElasticPolicy(_Obj):
-    min_replicas: int | None = Field(default=None, alias="minReplicas")
-    max_replicas: int | None = Field(default=None, alias="maxReplicas")
+    min_replicas: Int32 | None = Field(default=None, alias="minReplicas")
+    max_replicas: Int32 | None = Field(default=None, alias="maxReplicas")
 
 
 class HubPyTorchJobSpec(_Obj):

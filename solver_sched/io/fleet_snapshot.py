@@ -37,6 +37,10 @@ from solver_sched.io.fleet_members import (
 )
 from solver_sched.io.fleet_pods import allowed_key, fleet_pytorchjob, job_pods, queued_pods
 from solver_sched.io.kube_snapshot import snapshot_from_objects
+from solver_sched.io.quantity import parse_quantity
+
+# A queued job's pods are built one by one: above this many, only a job some member could hold
+BIG_GANG = 10_000
 
 
 @dataclass(frozen=True)
@@ -82,7 +86,8 @@ def build_fleet(
     for obj in hub_objects:
         by_kind[str(obj.get("kind", ""))].append(obj)
     policies = [p for raw in by_kind["PropagationPolicy"] if (p := parse_policy(raw, errors))]
-    jobs = hub_jobs(by_kind["PyTorchJob"], policies, errors)
+    unreadable: set[str] = set()  # hub jobs that exist but cannot be read: copies stay
+    jobs = hub_jobs(by_kind["PyTorchJob"], policies, errors, unreadable)
     by_uid = {j.uid: j for j in jobs.values()}
     objects: list[dict[str, Any]] = [
         dict(o) for kind in ("PriorityClass", "ElasticQuotaTree") for o in by_kind[kind]
@@ -97,7 +102,9 @@ def build_fleet(
         copies[m.name] = tuple(mine)
         current = {c.name: by_uid[c.uid] for c in mine if is_current(c, by_uid)}
         stale[m.name] = tuple(
-            c for c in mine if c.name not in current and not kept(c, by_uid.get(c.uid))
+            c
+            for c in mine
+            if c.name not in current and not kept(c, by_uid.get(c.uid)) and c.uid not in unreadable
         )
         # pods of a finished job (workers still up after the master succeeded) take capacity
         # only: they are no job of the queue any more. A copy of a job the fleet cannot judge
@@ -109,7 +116,14 @@ def build_fleet(
         blocked = bool(stale[m.name])
         objects += member_objects(m, active, blocked, node_member, copy_pods, cache, scheduler_name)
     synthetic: dict[str, tuple[str, str]] = {}
-    for job in jobs.values():
+    most = max([BIG_GANG, *(_pod_room(m) for m in reachable)])
+    for job_key, job in list(jobs.items()):
+        pods = sum(max(0, n) for _, n in job.replicas)
+        if job.placement is None and not job.invalid and pods > most:  # built pod by pod
+            why = f"{pods} pods: more than any member holds ({most})"
+            ref = f"PyTorchJob {job_key}"
+            jobs[job_key] = job = replace(job, invalid=f"{ref}: {why}")
+            errors.append(InputError(ref, "spec.pytorchReplicaSpecs", why))
         if job.invalid or job.finished:
             continue
         objects.append(cache.get(job.raw, ("job", job.key), partial(fleet_pytorchjob, job)))
@@ -135,6 +149,20 @@ def build_fleet(
         unreachable=tuple(m.name for m in members if not m.reachable),
         errors=tuple(errors),
     )
+
+
+def _pod_room(m: MemberState) -> int:
+    """The pods a member's nodes allow in all (``status.allocatable.pods``; 110 where unread)."""
+    total = 0
+    for raw in m.objects:
+        if raw.get("kind") == "Node":
+            status = raw.get("status")
+            alloc = status.get("allocatable") if isinstance(status, dict) else None
+            try:
+                total += parse_quantity((alloc or {}).get("pods", 110), "pods")
+            except (AttributeError, ValueError):
+                total += 110
+    return total
 
 
 def _finish(

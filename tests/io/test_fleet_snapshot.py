@@ -277,6 +277,47 @@ def test_a_stale_copy_is_found_and_its_member_takes_nothing_until_it_is_gone() -
     assert fleet.stale["m1"] == ()
 
 
+@pytest.mark.parametrize("replicas", ["3", 3.0, True, 2**31])
+def test_hub_job_integers_are_int32_as_the_api_server_has_them(replicas: object) -> None:
+    """Strings, floats and booleans were coerced; beyond int32, built one pod per replica."""
+    j = pytorchjob("j", masters=0, workers=1)
+    j["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = replicas
+    fleet = build_fleet([policy(), j], [])
+    assert fleet.jobs == {}
+    assert [e.field for e in fleet.errors] == ["spec.pytorchReplicaSpecs.Worker.replicas"]
+
+
+def test_a_job_larger_than_any_member_is_held_without_building_its_pods() -> None:
+    """2^31 - 1 replicas are valid int32: built one pod each, the fleet's cycle never ended."""
+    big = pytorchjob("big", masters=0, workers=1)
+    big["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = 2**31 - 1
+    hub = [policy(), big, pytorchjob("small", masters=0, workers=1)]
+    fleet, _, where, why = plan(hub, MemberState("m1", [node("a")]))
+    assert len(fleet.snapshot.pods) == 1
+    assert where == {"default/big": None, "default/small": "m1"}
+    assert "2147483647 pods: more than any member holds" in why["default/big"]
+
+
+def test_a_policy_switch_that_is_not_a_boolean_is_an_error() -> None:
+    """suspension.scheduling: "off" read as true took the job out of the quota tree."""
+    p = policy()
+    p["spec"]["suspension"] = {"scheduling": "off"}
+    fleet = build_fleet([p, pytorchjob("j")], [])
+    assert [e.field for e in fleet.errors] == ["spec.suspension.scheduling"]
+    assert fleet.jobs["default/j"].invalid
+
+
+def test_the_copy_of_a_hub_job_that_cannot_be_read_is_kept() -> None:
+    """Its hub job still exists: deleting the copy would lose the work it runs."""
+    job = pytorchjob("j", masters=0, workers=1, gpus=1)
+    placed(job, "m1", {"worker-0": "a"})
+    copy = _copy(job, 1)
+    job["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = "one"
+    fleet = build_fleet([policy(), job], [MemberState("m1", [node("a"), copy])])
+    assert fleet.stale["m1"] == ()
+    assert [e.field for e in fleet.errors] == ["spec.pytorchReplicaSpecs.Worker.replicas"]
+
+
 def test_a_copy_of_a_deleted_hub_job_is_stale() -> None:
     job = pytorchjob("j", masters=0, workers=1, gpus=1)
     fleet = build_fleet([policy()], [MemberState("m1", [_copy(job, 1)])])
