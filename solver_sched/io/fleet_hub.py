@@ -398,9 +398,10 @@ def _err(errors: list[InputError], obj: str, fld: str, msg: str) -> str:
 def conditions(raw: Mapping[str, Any]) -> dict[str, str]:
     status = raw.get("status") if isinstance(raw.get("status"), dict) else {}
     assert isinstance(status, dict)
+    items = status.get("conditions")
     return {
         str(c.get("type")): str(c.get("status"))
-        for c in status.get("conditions") or []
+        for c in (items if isinstance(items, list) else [])
         if isinstance(c, dict)
     }
 

@@ -5,10 +5,11 @@ their hub job, the rest only take capacity)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
+from solver_sched.domain.snapshot import InputError
 from solver_sched.io.context import WHOLE
 from solver_sched.io.fleet_hub import (
     IN_MEMBER,
@@ -77,6 +78,57 @@ class FleetCache:
         self.parsed.prune()
 
 
+READ_KINDS = ("Node", "Pod", "PyTorchJob")
+
+
+def readable(
+    m: MemberState, errors: list[InputError], cache: FleetCache
+) -> tuple[MemberState, set[str]]:
+    """The member's objects the fleet can derive from (a what-if file is not validated by an
+    API server), each other one reported; and the nodes whose room is unknown because a pod
+    bound there could not be read (no new pods go there). Checked once per object version."""
+    kept: list[Mapping[str, Any]] = []
+    unknown: set[str] = set()
+    for raw in m.objects:
+        kind = raw.get("kind") if isinstance(raw, dict) else None
+        if isinstance(raw, dict) and kind not in READ_KINDS:
+            continue
+        why = cache.get(raw, ("shape", m.name, id(raw)), partial(_unreadable, raw))
+        if why is None:
+            kept.append(raw)
+            continue
+        meta = raw.get("metadata") if isinstance(raw, dict) else None
+        name = meta.get("name") if isinstance(meta, dict) else None
+        obj = f"{kind or 'object'} {m.name}/{name if isinstance(name, str) else '(unnamed)'}"
+        errors.append(InputError(obj, why[0], why[1]))
+        spec = raw.get("spec") if isinstance(raw, dict) else None
+        node = spec.get("nodeName") if isinstance(spec, dict) else None
+        if kind == "Pod" and isinstance(node, str) and node:
+            unknown.add(node)
+    return replace(m, objects=kept), unknown
+
+
+def _unreadable(raw: object) -> tuple[str, str] | None:
+    """(field, problem) where the object's shape is not a Kubernetes object's."""
+    if not isinstance(raw, dict):
+        return ("(object)", f"not an object: {type(raw).__name__}")
+    meta = raw.get("metadata")
+    if not isinstance(meta, dict):
+        return ("metadata", "not an object")
+    if not isinstance(meta.get("name"), str) or not meta["name"]:
+        return ("metadata.name", "missing")
+    for f in ("labels", "annotations"):
+        v = meta.get(f)
+        if v is not None and not (
+            isinstance(v, dict) and all(isinstance(x, str) for x in (*v, *v.values()))
+        ):
+            return (f"metadata.{f}", "not a map of strings")
+    for f in ("spec", "status"):
+        if raw.get(f) is not None and not isinstance(raw.get(f), dict):
+            return (f, "not an object")
+    return None
+
+
 def member_copies(m: MemberState) -> list[Copy]:
     out = []
     for raw in m.objects:
@@ -124,9 +176,11 @@ def member_objects(
     copy_pods: dict[str, dict[str, dict[str, Any]]],
     cache: FleetCache,
     scheduler_name: str,
+    unknown: set[str] | None = None,
 ) -> list[dict[str, Any]]:
     """A member's nodes (renamed ``member/node``, labelled with the member; unschedulable while a
-    stale copy is still being removed there) and its bound pods: those of current copies join
+    stale copy is still being removed there, and each of ``unknown``, a node whose room an
+    unreadable pod leaves unknown) and its bound pods: those of current copies join
     their hub job (as pods of ``scheduler_name``, whatever bound them in the member), the rest
     only take capacity."""
     out: list[dict[str, Any]] = []
@@ -135,10 +189,9 @@ def member_objects(
         if kind == "Node":
             name = str((raw.get("metadata") or {}).get("name"))
             node_member[f"{m.name}/{name}"] = (m.name, name)
+            shut = blocked or name in (unknown or ())
             out.append(
-                cache.get(
-                    raw, ("node", m.name, id(raw), blocked), partial(_node, m.name, raw, blocked)
-                )
+                cache.get(raw, ("node", m.name, id(raw), shut), partial(_node, m.name, raw, shut))
             )
         elif kind == "Pod":
             spec = raw.get("spec") or {}

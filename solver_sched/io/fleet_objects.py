@@ -142,9 +142,16 @@ class ClusterObj(_Obj):
     spec: ClusterSpec = Field(default_factory=ClusterSpec)
 
 
+class PodTemplateModel(_Obj):
+    """Read whole from the raw object when pods are derived: only its shape is checked here."""
+
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    spec: dict[str, Any] = Field(default_factory=dict)
+
+
 class ReplicaTemplate(_Obj):
     replicas: Int32 = 1
-    template: dict[str, Any] = Field(default_factory=dict)
+    template: PodTemplateModel = Field(default_factory=PodTemplateModel)
 
 
 class HubElasticPolicy(_Obj):

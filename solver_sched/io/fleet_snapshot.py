@@ -34,6 +34,7 @@ from solver_sched.io.fleet_members import (
     kept,
     member_copies,
     member_objects,
+    readable,
 )
 from solver_sched.io.fleet_pods import allowed_key, fleet_pytorchjob, job_pods, queued_pods
 from solver_sched.io.kube_snapshot import snapshot_from_objects
@@ -96,7 +97,12 @@ def build_fleet(
     stale: dict[str, tuple[Copy, ...]] = {}
     node_member: dict[str, tuple[str, str]] = {}
     copy_pods: dict[str, dict[str, dict[str, Any]]] = {}  # hub job -> suffix -> bound pod
-    reachable = [m for m in members if m.reachable]
+    unknown: dict[str, set[str]] = {}  # member -> nodes whose room an unreadable pod hides
+    reachable = []
+    for m in members:
+        if m.reachable:
+            m, unknown[m.name] = readable(m, errors, cache)
+            reachable.append(m)
     for m in reachable:
         mine = member_copies(m)
         copies[m.name] = tuple(mine)
@@ -114,7 +120,9 @@ def build_fleet(
             if (job := by_uid.get(c.uid)) is not None and job.invalid and not job.finished:
                 active[c.name] = job
         blocked = bool(stale[m.name])
-        objects += member_objects(m, active, blocked, node_member, copy_pods, cache, scheduler_name)
+        objects += member_objects(
+            m, active, blocked, node_member, copy_pods, cache, scheduler_name, unknown[m.name]
+        )
     synthetic: dict[str, tuple[str, str]] = {}
     most = max([BIG_GANG, *(_pod_room(m) for m in reachable)])
     for job_key, job in list(jobs.items()):

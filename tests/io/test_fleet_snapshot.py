@@ -318,6 +318,55 @@ def test_the_copy_of_a_hub_job_that_cannot_be_read_is_kept() -> None:
     assert [e.field for e in fleet.errors] == ["spec.pytorchReplicaSpecs.Worker.replicas"]
 
 
+@pytest.mark.parametrize(
+    "obj",
+    [
+        pytest.param({"kind": "Node", "metadata": {"name": "z"}, "spec": "x"}, id="node-spec"),
+        pytest.param({"kind": "Node", "metadata": ["z"]}, id="node-metadata"),
+        pytest.param({"kind": "Node", "status": {}}, id="node-nameless"),
+        pytest.param({"kind": "Node", "metadata": {"name": "z", "labels": ["a"]}}, id="labels"),
+        pytest.param({"kind": "Pod", "metadata": {"name": "p"}, "spec": ["x"]}, id="pod-spec"),
+        pytest.param(
+            {"kind": "Pod", "metadata": {"name": "p"}, "spec": {"nodeName": "a"}, "status": "Up"},
+            id="pod-status",
+        ),
+        pytest.param({"kind": "PyTorchJob", "metadata": {"name": "j", "labels": 3}}, id="job"),
+        pytest.param("garbage", id="not-an-object"),
+    ],
+)
+def test_a_member_object_of_the_wrong_shape_is_reported_and_the_rest_placed(obj: Any) -> None:
+    """What-if files meet no API server: each of these raised out of the fleet's cycle."""
+    hub = [policy(), pytorchjob("ok", masters=0, workers=1)]
+    fleet, _, where, _ = plan(hub, MemberState("m1", [node("a"), node("b"), obj]))
+    assert len(fleet.errors) == 1 and fleet.errors[0].obj.startswith(
+        ("Node m1/", "Pod m1/", "PyTorchJob m1/", "object m1/")
+    )
+    assert where == {"default/ok": "m1"}
+    assert {n for n in fleet.snapshot.nodes} == {"m1/a", "m1/b"}
+
+
+def test_a_member_pod_that_cannot_be_read_keeps_new_pods_off_its_node() -> None:
+    """Its requests are unknown, so is its node's room: the job goes to the other node."""
+    bad = pod("x", "a", gpus=8)
+    bad["status"] = "Running"
+    hub = [policy(), pytorchjob("ok", masters=0, workers=1, gpus=8)]
+    fleet, result, where, _ = plan(hub, MemberState("m1", [node("a"), node("b"), bad]))
+    assert where == {"default/ok": "m1"}
+    assert {fleet.node_member[b.node] for b in result.plan.binds} == {("m1", "b")}
+
+
+@pytest.mark.parametrize("edit", ["template-spec", "conditions"])
+def test_a_hub_job_of_the_wrong_shape_is_reported_and_the_rest_placed(edit: str) -> None:
+    bad = pytorchjob("bad", masters=0, workers=1)
+    if edit == "template-spec":
+        bad["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"] = "x"
+    else:
+        bad["status"] = {"conditions": 5}
+    hub = [policy(), bad, pytorchjob("ok", masters=0, workers=1)]
+    _, _, where, _ = plan(hub, MemberState("m1", [node("a"), node("b")]))
+    assert where["default/ok"] == "m1"
+
+
 def test_a_copy_of_a_deleted_hub_job_is_stale() -> None:
     job = pytorchjob("j", masters=0, workers=1, gpus=1)
     fleet = build_fleet([policy()], [MemberState("m1", [_copy(job, 1)])])
