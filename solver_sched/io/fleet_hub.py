@@ -303,6 +303,17 @@ def _hub_job(
         invalid = _err(errors, obj, "spec.pytorchReplicaSpecs", "no replicas: nothing to place")
     if invalid is None and any(n < 0 for _, n in replicas):
         invalid = _err(errors, obj, "spec.pytorchReplicaSpecs", "negative replicas")
+    for t, n in replicas:  # the operator creates no pod from a template without containers
+        if invalid is None and n > 0 and not specs[t].template.spec.get("containers"):
+            fld = f"spec.pytorchReplicaSpecs.{t}.template.spec.containers"
+            invalid = _err(errors, obj, fld, "missing: no pod to create")
+    ep = pj.spec.elastic_policy
+    if invalid is None and ep is not None and not any(t.lower() == "worker" for t in specs):
+        fld = "spec.pytorchReplicaSpecs.Worker"
+        invalid = _err(errors, obj, fld, "missing: elasticPolicy scales the Worker replicas")
+    lo, hi = (ep.min_replicas, ep.max_replicas) if ep is not None else (None, None)
+    if invalid is None and lo is not None and hi is not None and lo > hi:
+        invalid = _err(errors, obj, "spec.elasticPolicy", f"minReplicas {lo} > maxReplicas {hi}")
     generation, placement = 0, None
     text = anns.get(ANN_GENERATION, "0")
     if WHOLE.fullmatch(text):
@@ -330,14 +341,11 @@ def _hub_job(
         )
         replicas = placed_replicas(replicas, placement.nodes)
     elastic = None
-    ep = pj.spec.elastic_policy
     if placement is None and ep is not None and ep.min_replicas is not None:
         others = sum(n for t, n in replicas if t.lower() != "worker")
         top = ep.max_replicas if ep.max_replicas is not None else dict(replicas).get("Worker", 0)
         elastic = (others + ep.min_replicas, others + top)
         replicas = tuple((t, top if t.lower() == "worker" else n) for t, n in replicas)
-        if not any(t.lower() == "worker" for t, _ in replicas) and top:
-            replicas = (*replicas, ("Worker", top))
     mode = anns.get(ANN_FAILOVER, "")
     failed = tuple(c for c in anns.get(ANN_FAILED, "").split(",") if c)
     since = {k: _time(anns.get(k, ""), obj, k, errors) for k in (ANN_TROUBLE, ANN_FAILOVER_SINCE)}

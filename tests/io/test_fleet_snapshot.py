@@ -367,6 +367,35 @@ def test_a_hub_job_of_the_wrong_shape_is_reported_and_the_rest_placed(edit: str)
     assert where["default/ok"] == "m1"
 
 
+@pytest.mark.parametrize(
+    ("edit", "field"),
+    [
+        ("master-only elastic", "spec.pytorchReplicaSpecs.Worker"),
+        ("no containers", "spec.pytorchReplicaSpecs.Worker.template.spec.containers"),
+        ("min above max", "spec.elasticPolicy"),
+    ],
+)
+def test_a_job_the_operator_could_not_run_as_placed_is_held_naming_the_field(
+    edit: str, field: str
+) -> None:
+    """A Master-only elastic job went out with Worker pods invented (requesting nothing) that
+    its copy would not have; a template without containers went out; min > max was read as
+    a size that is no power of two."""
+    j = pytorchjob("j", masters=1, workers=2)
+    if edit == "master-only elastic":
+        del j["spec"]["pytorchReplicaSpecs"]["Worker"]
+        j["spec"]["elasticPolicy"] = {"minReplicas": 1, "maxReplicas": 3}
+    elif edit == "no containers":
+        j["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"] = {}
+    else:
+        j["spec"]["elasticPolicy"] = {"minReplicas": 6, "maxReplicas": 2}
+    hub = [policy(), j, pytorchjob("ok", masters=0, workers=1)]
+    fleet, _, where, why = plan(hub, MemberState("m1", [node("a"), node("b")]))
+    assert [e.field for e in fleet.errors] == [field]
+    assert where == {"default/j": None, "default/ok": "m1"}
+    assert field in why["default/j"]
+
+
 def test_a_copy_of_a_deleted_hub_job_is_stale() -> None:
     job = pytorchjob("j", masters=0, workers=1, gpus=1)
     fleet = build_fleet([policy()], [MemberState("m1", [_copy(job, 1)])])
