@@ -120,6 +120,13 @@ def _topology_reason(st: PlanState, name: str, missing: list[Pod]) -> str:
     domains = st.domains.domains(ask.key)
     if not domains:
         return f"needs {gpus} GPUs in one {level}: no node has the label {ask.key}"
+    held = st.problem.held.get(name, frozenset())
+    if len(held) > 1 or None in held:
+        return f"its pods run outside one {level} (split before its request): it does not grow"
+    if held:  # a running gang grows only where its pods are
+        (d,) = held
+        free = st.nodes.domain_gpus((ask.key, d)) if d in domains else 0
+        return f"needs {gpus} GPUs in its {level} {'/'.join(d or ())} (its pods run there): {free} free"
     best = max(st.nodes.domain_gpus((ask.key, d)) for d in domains)
     if best >= gpus:
         return (

@@ -98,6 +98,8 @@ def test_a_required_elastic_gang_grows_only_inside_its_rack(backend: str) -> Non
     result = run_cycle(snap, cfg(), NOW, backend)
     assert not result.violations
     assert workers_after(snap, result.plan)["default/e"] == 1  # r1 is full: no growth into r2
+    why = next(j.reason for j in result.plan.jobs if j.name == "default/e")
+    assert why == "needs 4 GPUs in its rack b1/r1 (its pods run there): 0 free"  # not r2's room
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
