@@ -126,7 +126,8 @@ def _topology_reason(st: PlanState, name: str, missing: list[Pod]) -> str:
     if held:  # a running gang grows only where its pods are
         (d,) = held
         free = st.nodes.domain_gpus((ask.key, d)) if d in domains else 0
-        return f"needs {gpus} GPUs in its {level} {'/'.join(d or ())} (its pods run there): {free} free"
+        where = "/".join(d or ())
+        return f"needs {gpus} GPUs in its {level} {where} (its pods run there): {free} free"
     best = max(st.nodes.domain_gpus((ask.key, d)) for d in domains)
     if best >= gpus:
         return (
