@@ -13,6 +13,7 @@ from pathlib import Path
 from solver_sched.cli import fleet as fleet_cli
 from solver_sched.cli import simulate
 from solver_sched.cli.loop_args import add_loop_arguments, loop_options, start_up
+from solver_sched.cli.stdout import own_stdout
 from solver_sched.config.schema import ConfigError, SchedulerConfig, load_config
 from solver_sched.cycle import BACKENDS, run_cycle
 from solver_sched.io.files import InputFileError, load_objects
@@ -286,5 +287,11 @@ def _step(steps: dict[str, float], name: str, start: float) -> float:
     return now
 
 
+def entry() -> int:
+    """The console script: ``main`` with standard output kept for the CLI's own output."""
+    with own_stdout():
+        return main()
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(entry())

@@ -1,0 +1,37 @@
+"""The CLI's standard output carries its own output only. Native code writes to file descriptor 1
+directly (HiGHS 1.12 prints "HighsMipSolverData::transformNewIntegerFeasibleSolution ..." lines
+from C++ on some MIPs), which broke `whatif -o json`: while the CLI runs, descriptor 1 is standard
+error and Python's ``sys.stdout`` writes to the real standard output."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+@contextmanager
+def own_stdout() -> Iterator[None]:
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no descriptor 1 to keep (an embedding that closed it)
+        yield
+        return
+    encoding = sys.stdout.encoding or "utf-8"
+    real = os.fdopen(
+        os.dup(saved), "w", buffering=1 if sys.stdout.isatty() else -1, encoding=encoding
+    )
+    before, sys.stdout = sys.stdout, real
+    os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        sys.stdout = before
+        try:
+            real.flush()
+        finally:
+            real.close()
+            os.dup2(saved, 1)
+            os.close(saved)
