@@ -46,7 +46,8 @@ def fences(
         if len(found) != 1 or len(held) != 1:
             return  # split (or outside every domain): placement grows it nowhere
         yield None
-        yield (ask.key, held[0])
+        if (ask.key, held[0]) in st.domains.members:  # not a domain of cordoned nodes only
+            yield (ask.key, held[0])
         return
     yield None
     yield from domains_to_try(st, released, ask.key, need, steps())

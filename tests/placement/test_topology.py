@@ -121,6 +121,21 @@ def test_a_pod_on_a_cordoned_node_keeps_its_gang_in_its_rack(backend: str) -> No
     assert bound is None or result.stats.objective is None or result.stats.objective <= bound
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_partial_gang_in_a_rack_of_cordoned_nodes_only_is_rolled_back(backend: str) -> None:
+    """r1 is one cordoned node a with one of p's two pods (minimum 2): p can only complete in r1,
+    where nothing new goes. The victim search looked for room inside r1 and raised KeyError
+    (no schedulable node indexes it); p is given up and the room of b stays for q."""
+    layout = {"a": ("b1", "r1"), "b": ("b1", "r2")}
+    nodes = racks(layout)
+    nodes[0]["spec"]["unschedulable"] = True
+    p = m.gang("p", 2, gpus=4, running_on=["a"], annotations=REQ, priority=100)
+    low = m.gang("low", 1, gpus=4, running_on=["b"])
+    result = run_cycle(snapshot(nodes, p, low), cfg(), NOW, backend)
+    assert not result.violations
+    assert workers_after(snapshot(nodes, p, low), result.plan) == {"default/p": 0, "default/low": 1}
+
+
 def test_a_preferred_gang_the_solver_spread_goes_whole_into_a_rack_that_holds_it() -> None:
     """The packer follows the solver's domains, but a spread it chose over aggregated classes (or
     in a plan short of optimal) never splits a gang one rack holds whole at packing time."""
