@@ -40,8 +40,7 @@ from solver_sched.io.fleet_pods import allowed_key, fleet_pytorchjob, job_pods, 
 from solver_sched.io.kube_snapshot import snapshot_from_objects
 from solver_sched.io.quantity import parse_quantity
 
-# A queued job's pods are built one by one: above this many, only a job some member could hold
-BIG_GANG = 10_000
+BIG_GANG = 10_000  # pods: a queued job above it is built only if some member could hold it
 
 
 @dataclass(frozen=True)
@@ -124,14 +123,8 @@ def build_fleet(
             m, active, blocked, node_member, copy_pods, cache, scheduler_name, unknown[m.name]
         )
     synthetic: dict[str, tuple[str, str]] = {}
-    most = max([BIG_GANG, *(_pod_room(m) for m in reachable)])
-    for job_key, job in list(jobs.items()):
-        pods = sum(max(0, n) for _, n in job.replicas)
-        if job.placement is None and not job.invalid and pods > most:  # built pod by pod
-            why = f"{pods} pods: more than any member holds ({most})"
-            ref = f"PyTorchJob {job_key}"
-            jobs[job_key] = job = replace(job, invalid=f"{ref}: {why}")
-            errors.append(InputError(ref, "spec.pytorchReplicaSpecs", why))
+    _hold_too_large(jobs, reachable, errors)
+    for job in jobs.values():
         if job.invalid or job.finished:
             continue
         objects.append(cache.get(job.raw, ("job", job.key), partial(fleet_pytorchjob, job)))
@@ -157,6 +150,20 @@ def build_fleet(
         unreachable=tuple(m.name for m in members if not m.reachable),
         errors=tuple(errors),
     )
+
+
+def _hold_too_large(
+    jobs: dict[str, HubJob], members: Sequence[MemberState], errors: list[InputError]
+) -> None:
+    """A queued job's pods are built one by one: one of more pods than any member holds (and
+    than BIG_GANG) is held before they are."""
+    most = max([BIG_GANG, *(_pod_room(m) for m in members)])
+    for key, job in list(jobs.items()):
+        pods = sum(max(0, n) for _, n in job.replicas)
+        if job.placement is None and not job.invalid and pods > most:
+            why = f"{pods} pods: more than any member holds ({most})"
+            jobs[key] = replace(job, invalid=f"PyTorchJob {key}: {why}")
+            errors.append(InputError(f"PyTorchJob {key}", "spec.pytorchReplicaSpecs", why))
 
 
 def _pod_room(m: MemberState) -> int:
