@@ -314,8 +314,12 @@ class PlanState:
         first: tuple[tuple[str, ...], ...],
     ) -> bool:
         """The gang's new pods inside the domains its request allows (placement/topology.py);
-        a required gang that only shrinks must end in one domain."""
+        a required gang that only shrinks must end in one domain. Pods this plan placed
+        already (a growth after a start) sit where they are, like the running ones: the domain
+        is chosen around them (they were left out, and a gang grown from 2 to 4 ended split)."""
         kept = [n for p in keep if (n := self.placed.get(p.name) or p.node_name) is not None]
+        kept += [self.placed[p.name] for p in binds if p.name in self.placed]
+        binds = tuple(p for p in binds if p.name not in self.placed)
         if not binds:
             found = self.domains.domains_of(ask.key, kept)
             return ask.mode is Mode.PREFERRED or (len(found) <= 1 and None not in found)

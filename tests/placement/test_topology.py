@@ -14,6 +14,7 @@ from solver_sched.domain.topology import HOSTNAME, Topology
 from solver_sched.formulation.prepare import prepare
 from solver_sched.io import manifests as m
 from solver_sched.placement.state import PlanState
+from solver_sched.solvers.greedy import greedy_plan
 from tests.support.builders import NOW, other, snapshot, workers_after
 
 RACK, BLOCK = "example.com/rack", "example.com/block"
@@ -134,6 +135,23 @@ def test_a_partial_gang_in_a_rack_of_cordoned_nodes_only_is_rolled_back(backend:
     result = run_cycle(snapshot(nodes, p, low), cfg(), NOW, backend)
     assert not result.violations
     assert workers_after(snapshot(nodes, p, low), result.plan) == {"default/p": 0, "default/low": 1}
+
+
+def test_a_required_gang_started_and_grown_in_one_plan_stays_in_one_rack() -> None:
+    """r1 holds 2 GPUs, r2 4. Greedy starts g (1-GPU pods, 2 to 4, power of two) at 2 in r1, the
+    tightest fit, then grows it: the growth chose a rack for all 4 pods as if none were placed
+    (r2) and put the 2 new ones there, beside 2 in r1, a split the checker rejects (where every
+    candidate did so, the whole cycle was rejected). g ends in one rack."""
+    layout = {"a": ("b1", "r1"), "b": ("b1", "r2")}
+    snap = snapshot(
+        racks(layout, gpus=4),
+        other("sys", "a", 2),
+        m.gang("g", 4, gpus=1, min_member=2, max_member=4, annotations=REQ),
+    )
+    problem = prepare(snap, cfg().weights, cfg().settings, NOW, Topology(LEVELS))
+    st = greedy_plan(snap, problem)
+    nodes = {st.placed[p] for p in snap.jobs["default/g"].pods if p in st.placed}
+    assert nodes and len({snap.nodes[n].labels[RACK] for n in nodes}) == 1
 
 
 def test_a_preferred_gang_the_solver_spread_goes_whole_into_a_rack_that_holds_it() -> None:
