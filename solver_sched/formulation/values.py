@@ -96,6 +96,8 @@ def _topology(
         if d is not None and (j, sid, d) in v.zt:
             values[v.zt[(j, sid, d)]] += n
             values[v.d[(j, d)]] = 1
+        elif d is None and (j, sid) in v.zo:
+            values[v.zo[(j, sid)]] += n
     for (j, d), var in v.d.items():
         name = problem.jobs[j].name
         ask = problem.asks[name]

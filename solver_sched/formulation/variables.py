@@ -34,6 +34,7 @@ class Vars:
     # free domain kept whole
     d: dict[tuple[int, tuple[str, ...]], int] = field(default_factory=dict)
     zt: dict[tuple[int, int, tuple[str, ...]], int] = field(default_factory=dict)
+    zo: dict[tuple[int, int], int] = field(default_factory=dict)  # preferred: pods outside any
     b: dict[tuple[int, str, tuple[str, ...]], int] = field(default_factory=dict)
     e: dict[tuple[str, tuple[str, ...]], int] = field(default_factory=dict)
     # start bonus (formulation/start_bonus.py): tier -> (bonuses paid, whether any is), and the

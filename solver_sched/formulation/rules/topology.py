@@ -9,6 +9,8 @@ A required gang whose running pods are in no one domain (split before the reques
 nodes outside every domain) gets no d: y[j,s] = 0 for every size s > 0 but its size now and
 the shrinks that keep it in one domain (``Problem.split``), as placement and the checker allow.
     preferred:  d[j,D] <= b[j,E]  for E above D          the broader domains it touches
+                zo[j,p] new pods on nodes the level does not label (placement puts them
+                there when no domain has room), supplied by the classes of such nodes
 and for every asked level L', domain E of it and shape p, the classes of E supply the pods the
 gangs placed inside E:
     sum_{c in E} x[p,c] >= sum_{j, D inside E} z[j,p,D]
@@ -36,9 +38,15 @@ def add(problem: Problem, model: LinearModel, v: Vars) -> None:
     # per (shape, level): the domains of the classes it may use, in one pass over x (a scan of
     # x per gang was 6 of the XL model's seconds with topology on)
     usable: dict[tuple[int, str], set[tuple[str, ...]]] = defaultdict(set)
-    for sid, cid in v.x:
-        for level, dom in problem.class_domain.get(cid, {}).items():
+    outside: dict[tuple[int, str], Terms] = defaultdict(list)  # (p, L): classes in no domain
+    levels = {a.key for a in problem.asks.values() if a.mode is Mode.PREFERRED}
+    for (sid, cid), var in v.x.items():
+        held_by = problem.class_domain.get(cid, {})
+        for level, dom in held_by.items():
             usable[(sid, level)].add(dom)
+        for level in levels - held_by.keys():
+            outside[(sid, level)].append((var, 1))
+    placed_outside: dict[tuple[int, str], Terms] = defaultdict(list)
     for name, ask in sorted(problem.asks.items()):
         j = index.get(name)
         split = problem.split.get(name)
@@ -89,6 +97,12 @@ def add(problem: Problem, model: LinearModel, v: Vars) -> None:
                     model.add(
                         f"above[{name},{'/'.join(d)}]", [(dv, 1), (v.b[(j, key, e)], -1)], None, 0
                     )
+        if ask.mode is Mode.PREFERRED:  # soft: a pod may go to a node the level does not label
+            for sid, n in sorted(need[j].items()):
+                if (sid, ask.key) in outside:
+                    zo = v.zo[(j, sid)] = model.var(f"zo[{name},{sid}]", 0, n)
+                    per_shape[sid].append((zo, 1))
+                    placed_outside[(sid, ask.key)].append((zo, -1))
         for k, o in enumerate(jm.options):
             for sid, n in o.new.items():
                 per_shape[sid].append((v.y[j][k], -n))
@@ -107,6 +121,8 @@ def add(problem: Problem, model: LinearModel, v: Vars) -> None:
     for (sid, key, e), terms in sorted(inside.items()):
         supply = [(var, 1) for var in x_in.get((sid, key, e), ())]
         model.add(f"domain_supply[{sid},{'/'.join(e)}]", supply + terms, 0, None)
+    for (sid, key), terms in sorted(placed_outside.items()):
+        model.add(f"outside_supply[{sid},{key}]", outside[(sid, key)] + terms, 0, None)
     for key, e, gpus in problem.free_domains:
         if not problem.fragmentation_weight:
             break

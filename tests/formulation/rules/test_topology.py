@@ -158,6 +158,22 @@ def test_a_required_gang_on_a_cordoned_node_keeps_its_rack() -> None:
     assert rm.violated({"y[default/r,1]": 1, "d[default/r,b1/r1]": 1}) == []
 
 
+def test_a_preferred_gang_may_use_a_node_its_level_does_not_label() -> None:
+    """Node x has a block but no rack label: placement puts a preferred-rack gang's pods there
+    when no rack has room, so the model must allow it too (it did not: plans that did so were
+    worth more than the OPTIMAL bound); the pods counted there come from such classes."""
+    nodes = [m.node("a", gpus=4, labels={BLOCK: "b1", RACK: "r1"})]
+    nodes.append(m.node("x", gpus=4, labels={BLOCK: "b1"}))
+    p = m.gang("p", 4, gpus=1, annotations=PREF)
+    snap = snapshot(nodes, m.kueue_topology("dc", [BLOCK, RACK, HOSTNAME]), p)
+    rm = rule_model(snap, gang.add, topology.add)
+    sid = rm.problem.shape_of["default/p-worker-0"]
+    on_x = {"y[default/p,4]": 1, rm.x("default/p-worker-0", "x"): 4, f"zo[default/p,{sid}]": 4}
+    assert rm.violated(on_x) == []
+    in_a = {**on_x, rm.x("default/p-worker-0", "x"): 0, rm.x("default/p-worker-0", "a"): 4}
+    assert rm.violated(in_a) == [f"outside_supply[{sid},{RACK}]"]  # r1's pods, not outside
+
+
 def test_a_broader_domain_is_the_prefix_of_its_levels() -> None:
     rm = _cluster(m.gang("p", 2, gpus=4, annotations=PREF))
     assert topology._within(rm.problem, BLOCK, RACK, ("b2", "r3")) == ("b2",)
