@@ -5,12 +5,12 @@ For a gang j with a request at level L (domains D of L; a counted type never has
     sum_D z[j,p,D] = sum_s new[j,s,p] y[j,s]             all of them somewhere
     required:   sum_D d[j,D] = run_j                     one domain (its running pods' one,
                                                          even with no class there for new pods)
-A required gang whose running pods are in no one domain (split before the request, or on
-nodes outside every domain) gets no d: y[j,s] = 0 for every size s > 0 but its size now and
-the shrinks that keep it in one domain (``Problem.split``), as placement and the checker allow.
     preferred:  d[j,D] <= b[j,E]  for E above D          the broader domains it touches
                 zo[j,p] new pods on nodes the level does not label (placement puts them
                 there when no domain has room), supplied by the classes of such nodes
+A required gang whose running pods are in no one domain (split before the request, or on
+nodes outside every domain) gets no d: y[j,s] = 0 for every size s > 0 but its size now and
+the shrinks that keep it in one domain (``Problem.split``), as placement and the checker allow.
 and for every asked level L', domain E of it and shape p, the classes of E supply the pods the
 gangs placed inside E:
     sum_{c in E} x[p,c] >= sum_{j, D inside E} z[j,p,D]
