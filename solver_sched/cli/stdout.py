@@ -13,16 +13,18 @@ from contextlib import contextmanager
 
 @contextmanager
 def own_stdout() -> Iterator[None]:
+    if sys.stdout is None:  # started with descriptor 1 closed: nothing to keep
+        yield
+        return
     sys.stdout.flush()
     try:
         saved = os.dup(1)
     except OSError:  # no descriptor 1 to keep (an embedding that closed it)
         yield
         return
-    encoding = sys.stdout.encoding or "utf-8"
-    real = os.fdopen(
-        os.dup(saved), "w", buffering=1 if sys.stdout.isatty() else -1, encoding=encoding
-    )
+    encoding, errors = sys.stdout.encoding or "utf-8", sys.stdout.errors
+    line = 1 if sys.stdout.isatty() else -1
+    real = os.fdopen(os.dup(saved), "w", buffering=line, encoding=encoding, errors=errors)
     before, sys.stdout = sys.stdout, real
     os.dup2(2, 1)
     try:

@@ -23,6 +23,7 @@ from solver_sched.io.fleet_objects import (
     PropagationPolicyObj,
     ResourceSelectorModel,
 )
+from solver_sched.io.objects import Meta
 
 ANN = "solver-sched.io/"
 # Between a member's name and a pod name in the fleet's view: no Kubernetes name holds it, so a
@@ -261,9 +262,7 @@ def hub_jobs(
     raws: list[Mapping[str, Any]],
     policies: list[PropagationPolicyObj],
     errors: list[InputError],
-    unreadable: set[str] | None = None,
 ) -> dict[str, HubJob]:
-    """``unreadable``: gets the UIDs of jobs that fail validation (their copies are kept)."""
     views: dict[str, Policy] = {}
     out: dict[str, HubJob] = {}
     for raw in raws:
@@ -271,10 +270,8 @@ def hub_jobs(
             continue
         pj: HubPyTorchJobObj | None = _parse(HubPyTorchJobObj, raw, errors)
         if pj is None:
-            meta = raw.get("metadata")
-            uid = meta.get("uid") if isinstance(meta, dict) else None
-            if unreadable is not None and isinstance(uid, str) and uid:
-                unreadable.add(uid)
+            if (held := _unreadable_job(raw, policies)) is not None:
+                out[held.key] = held
             continue
         ns = pj.metadata.namespace or "default"
         chosen = _best_policy(ns, pj.metadata.name, pj.metadata.labels, policies)
@@ -285,6 +282,33 @@ def hub_jobs(
             views[pkey] = policy_view(chosen, errors)
         out[f"{ns}/{pj.metadata.name}"] = _hub_job(raw, pj, views[pkey], errors)
     return out
+
+
+def _unreadable_job(raw: Mapping[str, Any], policies: list[PropagationPolicyObj]) -> HubJob | None:
+    """A job that fails validation (reported) but that a policy selects by its metadata: held,
+    so its copy stays and keeps its queue's share (without it, the copy's pods were capacity
+    only and the job's slot went to another)."""
+    try:
+        meta = Meta.model_validate(raw.get("metadata"))
+    except ValidationError:
+        return None
+    ns = meta.namespace or "default"
+    if not meta.uid or _best_policy(ns, meta.name, meta.labels, policies) is None:
+        return None
+    key = f"{ns}/{meta.name}"
+    return HubJob(
+        key=key,
+        namespace=ns,
+        name=meta.name,
+        uid=meta.uid,
+        raw=raw,
+        policy=None,
+        generation=0,
+        placement=None,
+        failed_clusters=(),
+        replicas=(),
+        invalid=f"PyTorchJob {key}: could not be read (see its error)",
+    )
 
 
 def _hub_job(

@@ -41,6 +41,7 @@ from solver_sched.io.kube_snapshot import snapshot_from_objects
 from solver_sched.io.quantity import parse_quantity
 
 BIG_GANG = 10_000  # pods: a queued job above it is built only if some member could hold it
+MAX_NODE_PODS = 10_000  # a node's pods counted at most (a what-if file may say 1e400)
 
 
 @dataclass(frozen=True)
@@ -86,8 +87,7 @@ def build_fleet(
     for obj in hub_objects:
         by_kind[str(obj.get("kind", ""))].append(obj)
     policies = [p for raw in by_kind["PropagationPolicy"] if (p := parse_policy(raw, errors))]
-    unreadable: set[str] = set()  # hub jobs that exist but cannot be read: copies stay
-    jobs = hub_jobs(by_kind["PyTorchJob"], policies, errors, unreadable)
+    jobs = hub_jobs(by_kind["PyTorchJob"], policies, errors)
     by_uid = {j.uid: j for j in jobs.values()}
     objects: list[dict[str, Any]] = [
         dict(o) for kind in ("PriorityClass", "ElasticQuotaTree") for o in by_kind[kind]
@@ -107,9 +107,7 @@ def build_fleet(
         copies[m.name] = tuple(mine)
         current = {c.name: by_uid[c.uid] for c in mine if is_current(c, by_uid)}
         stale[m.name] = tuple(
-            c
-            for c in mine
-            if c.name not in current and not kept(c, by_uid.get(c.uid)) and c.uid not in unreadable
+            c for c in mine if c.name not in current and not kept(c, by_uid.get(c.uid))
         )
         # pods of a finished job (workers still up after the master succeeded) take capacity
         # only: they are no job of the queue any more. A copy of a job the fleet cannot judge
@@ -125,7 +123,11 @@ def build_fleet(
     synthetic: dict[str, tuple[str, str]] = {}
     _hold_too_large(jobs, reachable, errors)
     for job in jobs.values():
-        if job.invalid or job.finished:
+        if job.finished:
+            continue
+        if job.invalid:  # held; placed, the nodes reserved for its unbound replicas stay taken
+            if job.placement is not None:
+                objects += job_pods(job, scheduler_name, copy_pods.get(job.key, {}), synthetic)
             continue
         objects.append(cache.get(job.raw, ("job", job.key), partial(fleet_pytorchjob, job)))
         real = copy_pods.get(job.key, {})
@@ -174,7 +176,7 @@ def _pod_room(m: MemberState) -> int:
             status = raw.get("status")
             alloc = status.get("allocatable") if isinstance(status, dict) else None
             try:
-                total += parse_quantity((alloc or {}).get("pods", 110), "pods")
+                total += min(MAX_NODE_PODS, parse_quantity((alloc or {}).get("pods", 110), "pods"))
             except (AttributeError, ValueError):
                 total += 110
     return total

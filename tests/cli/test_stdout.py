@@ -23,3 +23,19 @@ def test_native_writes_to_descriptor_1_go_to_stderr_while_the_cli_runs() -> None
     )
     assert done.stdout == '{"ours": 1}\nafter\nnative after\n'
     assert done.stderr == "native noise\n"
+
+
+def test_a_cli_started_with_descriptor_1_closed_runs() -> None:
+    """Python then has no sys.stdout: nothing to keep, and no AttributeError."""
+    script = "from solver_sched.cli.stdout import own_stdout\nwith own_stdout():\n    pass\n"
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        check=False,
+        pass_fds=(),
+        close_fds=True,
+        preexec_fn=lambda: __import__("os").close(1),
+    )
+    assert done.returncode == 0, done.stderr

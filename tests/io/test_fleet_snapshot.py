@@ -283,7 +283,7 @@ def test_hub_job_integers_are_int32_as_the_api_server_has_them(replicas: object)
     j = pytorchjob("j", masters=0, workers=1)
     j["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = replicas
     fleet = build_fleet([policy(), j], [])
-    assert fleet.jobs == {}
+    assert (fleet.jobs["default/j"].invalid or "").endswith("could not be read (see its error)")
     assert [e.field for e in fleet.errors] == ["spec.pytorchReplicaSpecs.Worker.replicas"]
 
 
@@ -433,7 +433,7 @@ def test_a_hub_job_named_like_a_copy_in_a_member_takes_none_of_its_pods() -> Non
     assert where["default/c"] is None
 
 
-@pytest.mark.parametrize("breaks", ["nothing", "policy", "placement"])
+@pytest.mark.parametrize("breaks", ["nothing", "policy", "placement", "job"])
 def test_a_running_job_holds_its_queue_slot_even_when_the_fleet_cannot_judge_it(
     breaks: str,
 ) -> None:
@@ -449,6 +449,8 @@ def test_a_running_job_holds_its_queue_slot_even_when_the_fleet_cannot_judge_it(
     pa = policy("pa", job="a", custom="Gangg" if breaks == "policy" else "Gang")
     if breaks == "placement":
         a["metadata"]["annotations"][ANN_NODES] = "{not json"
+    if breaks == "job":  # fails validation: held by its metadata
+        a["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = "1"
     hub = [pa, policy("pb", job="b"), quota_tree(max_jobs=1, gpus=16), a]
     hub.append(pytorchjob("b", masters=0, workers=1, gpus=4))
     fleet, _, where, why = plan(hub, MemberState("m1", [node("n1"), node("n2"), c, running]))
@@ -456,6 +458,21 @@ def test_a_running_job_holds_its_queue_slot_even_when_the_fleet_cannot_judge_it(
     assert bool(fleet.snapshot.jobs["default/a"].invalid) == (breaks != "nothing")
     assert where["default/b"] is None
     assert "kube-queue/max-jobs 1, running 1" in why["default/b"]
+
+
+def test_a_placed_job_that_turns_invalid_keeps_the_nodes_reserved_for_its_unbound_pods() -> None:
+    """worker-0 runs on n1, worker-1 is reserved on n2 (the operator is about to create it);
+    then the policy breaks. n2 stays taken: b was bound there."""
+    a = pytorchjob("a", masters=0, workers=2, gpus=8)
+    placed(a, "m1", {"worker-0": "n1", "worker-1": "n2"})
+    c = _copy(a, 1)
+    name = c["metadata"]["name"]
+    running = pod(f"{name}-worker-0", "n1", gpus=8, **{"training.kubeflow.org/job-name": name})
+    hub = [policy("pa", job="a", custom="Gangg"), policy("pb", job="b"), a]
+    hub.append(pytorchjob("b", masters=0, workers=1, gpus=8))
+    fleet, _, where, _ = plan(hub, MemberState("m1", [node("n1"), node("n2"), c, running]))
+    assert fleet.snapshot.free_per_node["m1/n2"]["nvidia.com/gpu"] == 0
+    assert where["default/b"] is None
 
 
 def test_a_kept_cache_gives_the_same_snapshot_and_sees_every_change() -> None:
