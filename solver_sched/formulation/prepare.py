@@ -38,6 +38,8 @@ from solver_sched.formulation.topology import (
 )
 from solver_sched.formulation.triggers import break_triggers, starters
 
+UNBOUNDED = 2**31  # domains of a level "as many as the gang has pods"
+
 
 def prepare(
     snapshot: ClusterSnapshot,
@@ -106,7 +108,8 @@ def prepare(
     band = band_multiplier(jobs, shapes, classes, weights) + topology_band(
         asks,
         {n: len(st.waiting) for n, st in active.items()},
-        {k: len(v) for k, v in per_level.items()},
+        # with nodes the level does not label, each pod placed there costs like a domain (zo)
+        {k: len(v) if None not in v else UNBOUNDED for k, v in per_level.items()},
         open_domains,
         weights.topology_spread,
         weights.fragmentation,

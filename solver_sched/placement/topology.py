@@ -19,6 +19,9 @@ from solver_sched.domain.topology import Ask, DomainId, Mode, Topology
 from solver_sched.placement.nodes import Fence, NodeState
 
 Bind = Callable[[tuple[Pod, ...]], bool]  # binds these pods all or nothing (rolled back if not)
+# The schedulable nodes a level does not label, fenced like a domain (no domain id is empty):
+# the model's zo, a preferred gang's pods outside every domain, packed where it put them
+OUTSIDE: DomainId = ()
 
 
 class DomainIndex:
@@ -38,6 +41,8 @@ class DomainIndex:
                 node = snapshot.nodes[name]
                 d = topology.domain_of(node.labels, key)
                 if d is None:
+                    if node.schedulable:  # where the solver may put a preferred gang's pods
+                        groups.setdefault(OUTSIDE, []).append(name)
                     continue
                 any_of[name] = d
                 if node.schedulable:
@@ -48,7 +53,7 @@ class DomainIndex:
                 self.members[(key, d)] = tuple(nodes)
 
     def domains(self, key: str) -> list[DomainId]:
-        return sorted({d for (k, d) in self.members if k == key})
+        return sorted({d for (k, d) in self.members if k == key and d != OUTSIDE})
 
     def domains_of(self, key: str, nodes: Iterable[str]) -> set[DomainId | None]:
         """The domains of these nodes (a running gang's): a cordoned node keeps its domain, as

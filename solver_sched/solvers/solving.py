@@ -16,6 +16,7 @@ from solver_sched.config.schema import Settings
 from solver_sched.formulation.aggregate import member_sizes
 from solver_sched.formulation.build import Built
 from solver_sched.formulation.problem import Problem
+from solver_sched.placement.topology import OUTSIDE
 from solver_sched.solvers.cpsat import Outcome, Search
 from solver_sched.solvers.milp import solve_milp
 from solver_sched.solvers.result import Assignment, SolveStats, SolveStatus
@@ -150,6 +151,10 @@ def solution_assignment(problem: Problem, built: Built, values: list[int]) -> As
         if values[var]:
             per = pods_in.setdefault(problem.jobs[j].name, {})
             per[d] = per.get(d, 0) + values[var]
+    for (j, _sid), var in v.zo.items():  # outside every domain: packed there too
+        if values[var]:
+            per = pods_in.setdefault(problem.jobs[j].name, {})
+            per[OUTSIDE] = per.get(OUTSIDE, 0) + values[var]
     domains = {
         name: tuple(sorted(per, key=lambda d, per=per: (-per[d], d)))  # type: ignore[misc]
         for name, per in pods_in.items()

@@ -154,6 +154,23 @@ def test_a_required_gang_started_and_grown_in_one_plan_stays_in_one_rack() -> No
     assert nodes and len({snap.nodes[n].labels[RACK] for n in nodes}) == 1
 
 
+@pytest.mark.parametrize("backend", ["cpsat", "milp"])
+def test_a_preferred_gang_goes_outside_every_rack_where_the_solver_put_it(backend: str) -> None:
+    """Rack r1 is node a; node x has no rack label; 4 GPUs each. p prefers a rack, q requires
+    one: the solver runs both (p on x, q in r1) and the packer follows it (it put p into r1
+    first, and q then fit nowhere). Alone, p goes into r1: a pod outside every rack costs what
+    a new rack does."""
+    nodes = [m.node("a", gpus=4, labels={BLOCK: "b1", RACK: "r1"})]
+    nodes.append(m.node("x", gpus=4, labels={BLOCK: "b1"}))
+    p = m.gang("p", 4, gpus=1, annotations=PREF)
+    snap = snapshot(nodes, p, m.gang("q", 4, gpus=1, annotations=REQ))
+    result = run_cycle(snap, cfg(), NOW, backend)
+    assert not result.violations
+    assert {(b.job, b.node) for b in result.plan.binds} == {("default/p", "x"), ("default/q", "a")}
+    alone = snapshot(nodes, p)
+    assert {b.node for b in run_cycle(alone, cfg(), NOW, backend).plan.binds} == {"a"}
+
+
 def test_a_preferred_gang_the_solver_spread_goes_whole_into_a_rack_that_holds_it() -> None:
     """The packer follows the solver's domains, but a spread it chose over aggregated classes (or
     in a plan short of optimal) never splits a gang one rack holds whole at packing time."""

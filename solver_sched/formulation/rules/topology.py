@@ -7,7 +7,8 @@ For a gang j with a request at level L (domains D of L; a counted type never has
                                                          even with no class there for new pods)
     preferred:  d[j,D] <= b[j,E]  for E above D          the broader domains it touches
                 zo[j,p] new pods on nodes the level does not label (placement puts them
-                there when no domain has room), supplied by the classes of such nodes
+                there when no domain has room), supplied by the classes of such nodes,
+                each costing 2W like a new domain (band: as many domains as pods)
 A required gang whose running pods are in no one domain (split before the request, or on
 nodes outside every domain) gets no d: y[j,s] = 0 for every size s > 0 but its size now and
 the shrinks that keep it in one domain (``Problem.split``), as placement and the checker allow.
@@ -103,6 +104,8 @@ def add(problem: Problem, model: LinearModel, v: Vars) -> None:
                     zo = v.zo[(j, sid)] = model.var(f"zo[{name},{sid}]", 0, n)
                     per_shape[sid].append((zo, 1))
                     placed_outside[(sid, ask.key)].append((zo, -1))
+                    # each pod there costs what a new domain does: it is in none of them
+                    model.term("elastic", "topology_spread", [(zo, -2 * problem.spread_weight)])
         for k, o in enumerate(jm.options):
             for sid, n in o.new.items():
                 per_shape[sid].append((v.y[j][k], -n))
