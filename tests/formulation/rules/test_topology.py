@@ -172,6 +172,10 @@ def test_a_preferred_gang_may_use_a_node_its_level_does_not_label() -> None:
     assert rm.violated(on_x) == []
     in_a = {**on_x, rm.x("default/p-worker-0", "x"): 0, rm.x("default/p-worker-0", "a"): 4}
     assert rm.violated(in_a) == [f"outside_supply[{sid},{RACK}]"]  # r1's pods, not outside
+    three = {**on_x, rm.x("default/p-worker-0", "x"): 3, rm.x("default/p-worker-0", "a"): 1}
+    assert rm.violated(three) == [f"outside_supply[{sid},{RACK}]"]  # one pod each, not two
+    # each pod outside costs what a new rack does (2 W of topologySpread)
+    assert rm.terms(on_x)["topology_spread"] == -2 * rm.problem.spread_weight * 4
 
 
 def test_a_broader_domain_is_the_prefix_of_its_levels() -> None:
