@@ -31,8 +31,8 @@ from solver_sched.formulation.topology import (
     class_domains,
     domain_key,
     free_domains,
-    held_domains,
     model_keys,
+    running_domains,
     split_sizes,
     topology_band,
 )
@@ -65,7 +65,7 @@ def prepare(
     relevant = tuple(sorted({r for req, _ in shape_reqs for r in req} | {res.PODS}))
     releasing = {p.node_name for st in active.values() for p in st.running if p.node_name}
     asks = {n: a for n in sorted(active) if (a := ask_of(active[n].job.topology, topology))}
-    running = {n: active[n].running for n in asks}
+    where = running_domains(snapshot, topology, asks, {n: active[n].running for n in asks})
     keys = model_keys(topology, asks, weights.fragmentation)
     classes, class_of = node_classes(
         snapshot, free, shape_reqs, relevant, releasing, domain_key(topology, keys)
@@ -145,8 +145,8 @@ def prepare(
         topology=topology,
         asks=asks,
         class_domain=class_domains(snapshot, topology, classes, keys),
-        held=held_domains(snapshot, topology, asks, running),
-        split=split_sizes(snapshot, topology, asks, running),
+        held={n: frozenset(d) for n, d in where.items()},
+        split=split_sizes(asks, where),
         free_domains=open_domains,
         spread_weight=weights.topology_spread,
         fragmentation_weight=weights.fragmentation,

@@ -45,48 +45,41 @@ def class_domains(
     return out
 
 
-def held_domains(
+def running_domains(
     snapshot: ClusterSnapshot,
     topology: Topology,
     asks: Mapping[str, Ask],
     running: Mapping[str, tuple[Pod, ...]],
-) -> dict[str, frozenset[DomainId | None]]:
-    """Per job with a request: the domains of its level its running pods are in."""
-    out: dict[str, frozenset[DomainId | None]] = {}
+) -> dict[str, tuple[DomainId | None, ...]]:
+    """Per job with a request: the domain of its level of each running pod, in keep order
+    (None: a node outside every domain, or gone). A cordoned node keeps its domain."""
+    out: dict[str, tuple[DomainId | None, ...]] = {}
     for name, ask in asks.items():
-        found: set[DomainId | None] = set()
-        for pod in running.get(name, ()):
-            node = snapshot.nodes.get(pod.node_name or "")
-            found.add(None if node is None else topology.domain_of(node.labels, ask.key))
-        out[name] = frozenset(found)
+        nodes = (snapshot.nodes.get(p.node_name or "") for p in running.get(name, ()))
+        out[name] = tuple(
+            None if n is None else topology.domain_of(n.labels, ask.key) for n in nodes
+        )
     return out
 
 
 def split_sizes(
-    snapshot: ClusterSnapshot,
-    topology: Topology,
-    asks: Mapping[str, Ask],
-    running: Mapping[str, tuple[Pod, ...]],
+    asks: Mapping[str, Ask], where: Mapping[str, tuple[DomainId | None, ...]]
 ) -> dict[str, frozenset[int]]:
-    """Per required gang whose running pods (in keep order) are not in one domain of its level
-    (split before the request, or on nodes outside every domain): the sizes above 0 it may end
-    at, as placement and the checker allow them. As it is, and each shrink whose kept pods lie
-    in one domain; never a growth."""
+    """Per required gang whose running pods (``where``, in keep order) are not in one domain
+    of its level (split before the request, or on nodes outside every domain): the sizes above
+    0 it may end at, as placement and the checker allow them. As it is, and each shrink whose
+    kept pods lie in one domain; never a growth."""
     out: dict[str, frozenset[int]] = {}
     for name, ask in asks.items():
-        pods = running.get(name, ())
-        if ask.mode is not Mode.REQUIRED or not pods:
+        found = where.get(name, ())
+        if ask.mode is not Mode.REQUIRED or not found:
             continue
-        found: list[DomainId | None] = []
-        for pod in pods:
-            node = snapshot.nodes.get(pod.node_name or "")
-            found.append(None if node is None else topology.domain_of(node.labels, ask.key))
         if len(set(found)) == 1 and found[0] is not None:
             continue  # whole: rule one_domain keeps it there
         # the longest prefix in one domain: the first pods (kept longest) up to the first
         # that sits elsewhere
         one = next(i for i, d in enumerate(found) if d != found[0]) if found[0] else 0
-        out[name] = frozenset({len(pods), *range(1, one + 1)})
+        out[name] = frozenset({len(found), *range(1, one + 1)})
     return out
 
 

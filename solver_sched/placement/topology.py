@@ -57,7 +57,7 @@ class DomainIndex:
 
     def domains_of(self, key: str, nodes: Iterable[str]) -> set[DomainId | None]:
         """The domains of these nodes (a running gang's): a cordoned node keeps its domain, as
-        the model reads it (formulation/topology.held_domains); a pod there stays where it is."""
+        the model reads it (formulation/topology.running_domains); a pod there stays where it is."""
         of = self.any_of.get(key, {})
         return {of.get(n) for n in nodes}
 
