@@ -38,6 +38,12 @@ class _Pool:
         # greedy 1.77 -> 1.55 s and 2.54 -> 1.57 s on dev seeds 1-2, loaded, same plans).
         self.grown = 0
         self.failed_at: int | None = None
+        # (grown, n): n picks in a row failed with ``grown`` as it is now, i.e. the pool's nodes
+        # hold fewer than n pods of its request (each node holds a fixed number of copies,
+        # whatever the order of the picks, and taking room only lowers it). A gang of n or more
+        # such pods then fails again without a pick: greedy's starts on fragmented clusters
+        # placed part of the same gang and rolled it back thousands of times (XL fragmented).
+        self.short: tuple[int, int] | None = None
         # Nodes the pool's request did not fit when a pick tested them, out of their buckets
         # until they get room back: the same argument per node. Successful picks tested them
         # again and again (XL fragmented, dev seed 1: 16.8 M fits tests for 25,382 picks, most
@@ -178,6 +184,34 @@ class NodeState:
         if cls is None:
             return self._in_cluster[key].get(cluster, ())
         return self._in_class[key].get((cluster, cls), ())
+
+    def cannot_hold(self, pods: Sequence[Pod], cluster: str) -> bool:
+        """True when these pods, all of one shape, were found not to fit together (``short``)
+        and no candidate node of theirs got room back since. False when unknown."""
+        key = self._key(pods, cluster)
+        pool = self._pools.get(key) if key is not None else None
+        return (
+            pool is not None
+            and pool.short is not None
+            and pool.short[0] == pool.grown
+            and (len(pods) >= pool.short[1])
+        )
+
+    def held_fewer(self, pods: Sequence[Pod], cluster: str, n: int) -> None:
+        """The first ``n`` of these pods (one shape) were picked in a row until the last failed,
+        from the state the pool is in now (after the rollback): record it for ``cannot_hold``."""
+        key = self._key(pods, cluster)
+        pool = self._pools.get(key) if key is not None else None
+        if pool is not None:
+            pool.short = (pool.grown, n)
+
+    def _key(self, pods: Sequence[Pod], cluster: str) -> PoolKey | None:
+        """The pool of these pods' picks (no class) when they all have one shape."""
+        first = pods[0]
+        shape = first.requests, first.constraints
+        if any(p.requests is not shape[0] or p.constraints != shape[1] for p in pods):
+            return None
+        return ((first.constraints, res.key(first.requests)), cluster, None, self.fence)
 
     def pick(self, pod: Pod, cluster: str, cls: int | None = None) -> str | None:
         """Best fit for the pod in the cluster (and node class, when given; inside the fence,

@@ -275,9 +275,21 @@ class PlanState:
             return True
         if check_quota and self.quota_blocks(j, size):
             return False
-        mark = self.mark()
         job = self.snapshot.jobs[jm.name]
         change = change_to(self.snapshot, job, size, self.order_of(jm.name))
+        clusters = [cluster] if cluster else (list(jm.clusters) or list(self.problem.clusters))
+        pick = chooser or self.nodes.pick
+        ask = self.problem.asks.get(jm.name)
+        if (
+            chooser is None
+            and ask is None
+            and change.bind
+            and not change.evict
+            and not any(p in self.placed for p in job.pods)
+            and all(self.nodes.cannot_hold(change.bind, k) for k in clusters)
+        ):
+            return False  # known not to fit (NodeState.cannot_hold); nothing changed yet
+        mark = self.mark()
         self._set_size(j, size)
         for pod in change.evict:
             if pod.name not in self.evicted:
@@ -290,9 +302,6 @@ class PlanState:
         for name in job.pods:
             if name in self.placed and name not in wanted:
                 self._unplace(name)
-        clusters = [cluster] if cluster else (list(jm.clusters) or list(self.problem.clusters))
-        pick = chooser or self.nodes.pick
-        ask = self.problem.asks.get(jm.name)
         first = self.prefer.get(jm.name, ())
         for k in clusters:
             if ask is None and self._bind_all(change.bind, k, pick):
@@ -334,7 +343,7 @@ class PlanState:
     def _bind_all(self, pods: tuple[Pod, ...], cluster: str, chooser: Chooser) -> bool:
         mark = self.mark()
         nodes = self.snapshot.nodes
-        for pod in pods:
+        for i, pod in enumerate(pods):
             if pod.name in self.placed:
                 if nodes[self.placed[pod.name]].cluster != cluster:
                     self.rollback(mark)
@@ -343,6 +352,9 @@ class PlanState:
             node = chooser(pod, cluster)
             if node is None:
                 self.rollback(mark)
+                if chooser == self.nodes.pick:  # the pods it tried, from the state it is in again
+                    tried = [p for p in pods[: i + 1] if p.name not in self.placed]
+                    self.nodes.held_fewer(tried, cluster, len(tried))
                 return False
             self.place(pod.name, node)
         return True

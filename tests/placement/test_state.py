@@ -181,3 +181,39 @@ def test_greedy_sees_a_broken_gang_hold_its_slot_for_starts_that_may_not_break_i
     st.rollback(mark)
     assert st.size["qc/a1"] == 1 and (dict(st.view[root]), st.view_running[root]) == first
     assert st.quota_blocks(j["qc/c"], 4) == [(root, "kube-queue/max-jobs")]  # the plain row
+
+
+def test_a_gang_that_did_not_fit_is_refused_without_a_pick_until_a_node_gets_room_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """n0-n2 hold three of a's four 4-GPU pods (n3 is taken): a fails, and b, the same shape and
+    size, is refused without a pick; c, one pod fewer, is still tried and fits. Once n3 gets its
+    room back, b is tried again and fits."""
+    snap = snapshot(
+        [node(f"n{i}", gpus=4) for i in range(4)],
+        gang("run", 1, gpus=4, running_on=["n3"]),
+        gang("a", 4, gpus=4),
+        gang("b", 4, gpus=4),
+        gang("c", 3, gpus=4),
+    )
+    st = _plan_state(snap)
+    picks = [0]
+    pick = st.nodes.pick
+
+    def counted(*args: Any) -> str | None:
+        picks[0] += 1
+        return pick(*args)
+
+    monkeypatch.setattr(st.nodes, "pick", counted)
+    a, b, c = (st.index[f"default/{n}"] for n in ("a", "b", "c"))
+    assert not st.resize(a, 4)
+    assert picks[0] == 4
+    assert not st.resize(b, 4)
+    assert picks[0] == 4  # refused at once
+    mark = st.mark()
+    assert st.resize(c, 3)
+    assert picks[0] == 7
+    st.rollback(mark)
+    st.nodes.give_back(snap.pods["default/run-worker-0"], "n3")  # as an eviction does
+    assert st.resize(b, 4)
+    assert sorted(st.placed[p] for p in snap.jobs["default/b"].pods) == ["n0", "n1", "n2", "n3"]
