@@ -477,6 +477,8 @@ class Server:
             ("create", "", "pods", "eviction", "team-a", "p"),
             ("patch", "", "pods", "status", "team-a", "p"),
             ("patch", "kubeflow.org", "pytorchjobs", None, "team-a", "j"),  # last-scale-time
+            ("get", "policy", "poddisruptionbudgets", None, "team-a", None),  # a job's budgets
+            ("list", "policy", "poddisruptionbudgets", None, "team-a", None),
         ]
         for g in ("", "events.k8s.io"):
             allowed += [
@@ -527,7 +529,8 @@ class Server:
             ("update", "kubeflow.org", "pytorchjobs", None, "team-a", "j"),
             ("update", "kubeflow.org", "pytorchjobs", "scale", "team-a", "j"),
             ("create", "apiextensions.k8s.io", "customresourcedefinitions", None, None, None),
-            ("get", "policy", "poddisruptionbudgets", None, "team-a", None),
+            ("create", "policy", "poddisruptionbudgets", None, "team-a", None),
+            ("update", "policy", "poddisruptionbudgets", None, "team-a", "pdb"),
             ("create", "rbac.authorization.k8s.io", "clusterrolebindings", None, None, None),
             ("delete", "", "events", None, "team-a", "e"),
         ]

@@ -1,9 +1,11 @@
 """Apply a Plan: job-level evictions first, then hand each gang to the binder.
 
 - Evictions go through the policy/v1 Eviction API, with the pod's UID as a precondition. A job's
-  pods are first evicted with dryRun so a PodDisruptionBudget that refuses one of them (429) stops
-  the whole job-level eviction; it is retried in a later cycle, never reported as done. Pods of the
-  job whose binds are still queued are taken out of the binder instead of being evicted.
+  eviction goes ahead only when the PodDisruptionBudgets that select its running pods allow all
+  of them at once (budgets.py: the API charges them one at a time, a dry run not at all) and a
+  dryRun of each pod passes; otherwise nothing of the job is touched and it is retried in a later
+  cycle, never reported as done. Pods of the job whose binds are still queued are then taken out
+  of the binder instead of being evicted.
 - A gang goes to the binder (kube/binder.py) only when every target node has real room now, i.e.
   the victims the plan evicted for it have terminated; otherwise the gang waits. The binder binds
   it asynchronously, highest priority first, while the next cycle is planned.
@@ -21,8 +23,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from solver_sched.domain import resources as res
+from solver_sched.domain.cluster import PodPhase
 from solver_sched.domain.plan import BindPod, EvictJob, Plan
 from solver_sched.domain.snapshot import ClusterSnapshot
+from solver_sched.kube import budgets
 from solver_sched.kube.api import ApiError, Fenced, KubeApi
 from solver_sched.kube.assume import Assumed
 from solver_sched.kube.binder import Binder, GangResult
@@ -61,6 +65,7 @@ class Actuator:
         self.grace_seconds = grace_seconds
         self.fault = fault  # test hook: called before each write, may raise to simulate a crash
         self._uids: dict[str, str] = {}
+        self._running: set[str] = set()  # the pods a PodDisruptionBudget is charged for
 
     def apply(
         self,
@@ -70,6 +75,11 @@ class Actuator:
     ) -> Outcome:
         out = Outcome()
         self._uids = {name: p.uid for name, p in real.pods.items()}
+        self._running = {
+            name
+            for name, p in real.pods.items()
+            if p.phase is PodPhase.RUNNING and not p.terminating
+        }
         for ev in plan.evictions:
             if not self.may_act():
                 out.fenced = True
@@ -116,10 +126,14 @@ class Actuator:
         return out
 
     def _evict_job(self, ev: EvictJob, out: Outcome) -> None:
-        cancelled = self.binder.cancel(ev.job)  # not bound yet: take the binds back instead
-        out.cancelled.extend(sorted(cancelled))
-        pods = [p for p in ev.pods if p not in cancelled]
-        for pod in pods:  # dry run first: a PDB refusing any pod keeps the whole job
+        """All of the job's pods or none: the budgets that select them must allow them all at
+        once (kube/budgets.py), and every dry run must pass, before its queued binds are taken
+        back and any pod is evicted."""
+        refused = budgets.refusal(self.api, ev.pods, self._running)
+        if refused:
+            out.evict_blocked[ev.job] = refused
+            return
+        for pod in ev.pods:  # dry runs: admission and what the budgets above cannot see
             status = self._evict(pod, dry_run=True)
             if status == 0:
                 out.fenced = True
@@ -127,6 +141,12 @@ class Actuator:
             if status == 429:
                 out.evict_blocked[ev.job] = f"eviction of {pod} refused (PodDisruptionBudget)"
                 return
+            if status not in (200, 201, 404):  # e.g. 500: two budgets select the pod
+                out.evict_blocked[ev.job] = f"eviction of {pod} refused: HTTP {status}"
+                return
+        cancelled = self.binder.cancel(ev.job)  # not bound yet: take the binds back instead
+        out.cancelled.extend(sorted(cancelled))
+        pods = [p for p in ev.pods if p not in cancelled]
         for pod in pods:
             status = self._evict(pod, dry_run=False)
             if status in (200, 201):
