@@ -66,6 +66,9 @@ class Pod:
     nominated: str | None = None
     topology: TopologyRequest | None = None  # from Kueue's pod-set annotations
     unread: bool = False  # its requests could not be read: what its node has free is unknown
+    # spec.schedulingGates (e.g. Kueue's admission gate): no scheduler may bind it until they are
+    # removed (the API server refuses the binding), so it waits outside the plan
+    gated: tuple[str, ...] = ()
 
     @property
     def terminated(self) -> bool:

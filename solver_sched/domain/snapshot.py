@@ -124,7 +124,7 @@ class ClusterSnapshot:
         ours = self.scheduler_name
         return (
             tuple(p for p in pods if p.bound),
-            tuple(p for p in pods if p.waiting and p.scheduler_name == ours),
+            tuple(p for p in pods if p.waiting and p.scheduler_name == ours and not p.gated),
         )
 
     def _pods_of(self, job: Job) -> tuple[tuple[Pod, ...], tuple[Pod, ...]]:
@@ -137,5 +137,6 @@ class ClusterSnapshot:
         return self._pods_of(job)[0]
 
     def waiting_pods(self, job: Job) -> tuple[Pod, ...]:
-        """Pending pods of the job this scheduler may bind (its schedulerName is ours)."""
+        """Pending pods of the job this scheduler may bind (its schedulerName is ours, no
+        scheduling gate holds it)."""
         return self._pods_of(job)[1]

@@ -70,8 +70,18 @@ def job_states(
                 f"{job.source or 'job ' + name}: needs {job.min_pods} pods (minMember), "
                 f"{len(job.pods)} exist"
             )
+        elif reachable < job.min_pods and (gated := _gated(snapshot, job)):
+            gates = sorted({g for p in gated for g in p.gated})
+            reasons[name] = (
+                f"{len(gated)} of its pods wait behind scheduling gates ({', '.join(gates)}): "
+                f"{reachable} of the {job.min_pods} it needs may be scheduled"
+            )
         out[name] = JobState(job, running, waiting, sizes, locked, allowed)
     return out
+
+
+def _gated(snapshot: ClusterSnapshot, job: Job) -> list[Pod]:
+    return [p for n in job.pods if (p := snapshot.pods[n]).gated and p.waiting]
 
 
 def active_jobs(

@@ -105,6 +105,10 @@ class SchedulingGroup(_Obj):
     pod_group_name: str = Field(alias="podGroupName")
 
 
+class SchedulingGate(_Obj):
+    name: str
+
+
 class PodSpec(_Obj):
     containers: list[Container] = Field(default_factory=list)
     init_containers: list[Container] = Field(default_factory=list, alias="initContainers")
@@ -117,6 +121,7 @@ class PodSpec(_Obj):
     affinity: AffinityModel | None = None
     tolerations: list[TolerationModel] = Field(default_factory=list)
     scheduling_group: SchedulingGroup | None = Field(default=None, alias="schedulingGroup")
+    scheduling_gates: list[SchedulingGate] = Field(default_factory=list, alias="schedulingGates")
 
 
 class PodStatus(_Obj):

@@ -161,4 +161,5 @@ def pod_from(b: LoadContext, raw: dict[str, Any], nodes: dict[str, Node]) -> Pod
         uid=p.metadata.uid,
         nominated=p.status.nominated_node_name or None,
         unread=isinstance(requests, str),
+        gated=tuple(g.name for g in p.spec.scheduling_gates),
     )

@@ -182,6 +182,8 @@ class Binder:
                 message = str(exc.body.get("message", ""))
                 if "recondition" in message:  # "Precondition failed: UID in precondition..."
                     return False, "pod replaced (UID precondition)"
+                if "schedulingGates" in message:  # gated after the snapshot was taken
+                    return False, "scheduling gates set"
                 return False, "already bound"  # by us before a restart, or by someone else
             return False, str(exc)
         except Exception as exc:  # the test fault hook, or anything unforeseen: re-planned

@@ -432,3 +432,23 @@ def test_a_refused_eviction_leaves_the_jobs_queued_binds_alone(
     wait_for("blocked evictions", lambda: controller.metrics.evictions_blocked._value.get() >= 1)
     wait_for("low bound whole", lambda: kube.bound("default", "low-") == 4, timeout=30)
     assert kube.bound("default", "high-") == 0
+
+
+def test_a_gang_waits_for_its_pods_scheduling_gates(
+    kube: Kube, start_controller: Callable[..., Controller]
+) -> None:
+    """A pod with spec.schedulingGates (Kueue's admission gate) cannot be bound: the gang's other
+    pods were bound and rolled back every timeout. Nothing is bound until the gate goes."""
+    kube.create(m.node("n1", gpus=4))
+    objs = m.gang("g", 2)
+    for o in objs:
+        if o["kind"] == "Pod" and o["metadata"]["name"] == "g-worker-1":
+            o["spec"]["schedulingGates"] = [{"name": "kueue.x-k8s.io/admission"}]
+    kube.create_all(objs)
+    controller = start_controller()
+    wait_for("cycles", lambda: controller.cycles >= 3)
+    assert kube.bound("default", "g-") == 0
+    reason = wait_for("the reason", lambda: kube.waiting_reason("g-worker-0"))
+    assert "wait behind scheduling gates (kueue.x-k8s.io/admission)" in reason
+    kube.patch(POD, "g-worker-1", {"spec": {"schedulingGates": None}})
+    wait_for("bound once the gate is gone", lambda: kube.bound("default", "g-") == 2)
