@@ -10,7 +10,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from solver_sched.cli.loop_args import add_loop_arguments, loop_options, start_up
+from solver_sched.cli.loop_args import add_loop_arguments, loop_options, positive, start_up
 from solver_sched.config.schema import SchedulerConfig
 from solver_sched.io.files import InputFileError, load_objects
 
@@ -19,8 +19,12 @@ def add_parser(sub: Any) -> None:
     f = sub.add_parser("fleet", help="place hub PyTorchJobs on member clusters (the fleet)")
     add_loop_arguments(f, "the hub")
     f.add_argument("--scheduler-name", help="default: the ConfigMap's settings.schedulerName")
-    f.add_argument("--qps", type=float, default=50.0, help="writes per second (each API server)")
-    f.add_argument("--burst", type=int, default=100, help="writes sent at once (token bucket)")
+    f.add_argument(
+        "--qps", type=positive(float), default=50.0, help="writes per second (each API server)"
+    )
+    f.add_argument(
+        "--burst", type=positive(int), default=100, help="writes sent at once (token bucket)"
+    )
     f.add_argument("--probe-interval", type=float, default=2.0, help="member health probes")
     f.add_argument(
         "--delete-grace-seconds", type=int, default=None, help="for pods of deleted copies"

@@ -6,12 +6,31 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import socket
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from solver_sched.config.schema import ConfigError, SchedulerConfig, load_config
+from solver_sched.kube.leader import default_identity
+
+
+def positive(kind: type[int] | type[float], zero: bool = False) -> Callable[[str], float]:
+    """An argparse type: a finite number of ``kind`` above 0 (at least 0 with ``zero``). A rate
+    of 0 divided by zero in the binder's workers and left a gang half bound; 0 workers or a
+    burst of 0 bound nothing, silently."""
+
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not (value >= 0 if zero else value > 0) or value == float("inf"):  # NaN too
+            raise argparse.ArgumentTypeError(f"must be {'0 or more' if zero else 'above 0'}")
+        return value
+
+    parse.__name__ = kind.__name__  # argparse names the type in its messages
+    return parse
 
 
 def add_loop_arguments(p: argparse.ArgumentParser, what: str) -> None:
@@ -31,7 +50,9 @@ def add_loop_arguments(p: argparse.ArgumentParser, what: str) -> None:
         default="solver-sched-config",
         help="ConfigMap (in --namespace) whose config.yaml holds weights and settings",
     )
-    p.add_argument("--cycle-interval", type=float, default=10.0, help="seconds between cycles")
+    p.add_argument(
+        "--cycle-interval", type=positive(float), default=10.0, help="seconds between cycles"
+    )
     p.add_argument(
         "--leader-elect",
         action="store_true",
@@ -39,8 +60,9 @@ def add_loop_arguments(p: argparse.ArgumentParser, what: str) -> None:
     )
     p.add_argument(
         "--identity",
-        default=os.environ.get("POD_NAME") or socket.gethostname(),
-        help="this replica's name in the Lease (default: $POD_NAME, else the host name)",
+        default=os.environ.get("POD_NAME") or default_identity(),
+        help="this replica's name in the Lease, unique per replica (default: $POD_NAME, else "
+        "the host name and a random suffix, as client-go does)",
     )
     p.add_argument(
         "--lease-duration",

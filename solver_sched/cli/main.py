@@ -12,7 +12,7 @@ from pathlib import Path
 
 from solver_sched.cli import fleet as fleet_cli
 from solver_sched.cli import simulate
-from solver_sched.cli.loop_args import add_loop_arguments, loop_options, start_up
+from solver_sched.cli.loop_args import add_loop_arguments, loop_options, positive, start_up
 from solver_sched.cli.stdout import own_stdout
 from solver_sched.config.schema import ConfigError, SchedulerConfig, load_config
 from solver_sched.cycle import BACKENDS, run_cycle
@@ -98,21 +98,28 @@ def _parser() -> argparse.ArgumentParser:
         default=os.environ.get("SCHEDULER_NAME"),
         help="default: the ConfigMap's settings.schedulerName (solver-sched)",
     )
-    r.add_argument("--qps", type=float, default=50.0, help="binds and evictions per second")
     r.add_argument(
-        "--burst", type=int, default=100, help="binds and evictions sent at once (token bucket)"
+        "--qps", type=positive(float), default=50.0, help="binds and evictions per second"
+    )
+    r.add_argument(
+        "--burst",
+        type=positive(int),
+        default=100,
+        help="binds and evictions sent at once (token bucket)",
     )
     r.add_argument(
         "--status-qps",
-        type=float,
+        type=positive(float),
         default=20.0,
         help="status writes (conditions, Events, PodGroup status) per second, a separate budget",
     )
-    r.add_argument("--status-burst", type=int, default=50, help="status writes sent at once")
-    r.add_argument("--bind-workers", type=int, default=16, help="binds in flight at once")
+    r.add_argument(
+        "--status-burst", type=positive(int), default=50, help="status writes sent at once"
+    )
+    r.add_argument("--bind-workers", type=positive(int), default=16, help="binds in flight at once")
     r.add_argument(
         "--eviction-grace-seconds",
-        type=int,
+        type=positive(int, zero=True),
         default=None,
         help="grace period of evicted pods (default: each pod's own)",
     )

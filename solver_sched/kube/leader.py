@@ -17,8 +17,11 @@ in-flight actuation.
 from __future__ import annotations
 
 import logging
+import math
+import socket
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -28,8 +31,21 @@ from solver_sched.kube.api import ApiError, KubeApi
 log = logging.getLogger(__name__)
 
 
+def default_identity() -> str:
+    """The host name and a random suffix, as client-go makes it: two replicas on one host (no
+    $POD_NAME, host networking) must not both read as the holder."""
+    return f"{socket.gethostname()}_{uuid.uuid4()}"
+
+
 def _micro(t: datetime) -> str:
     return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _seconds(value: Any) -> float | None:
+    """A record's leaseDurationSeconds, if it is a positive number."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        return None
+    return float(value)
 
 
 class LeaderElector:
@@ -60,6 +76,7 @@ class LeaderElector:
         self._lock = threading.Lock()
         self.leading_since: float | None = None  # monotonic start of the current term
         self.on_lost: list[Callable[[], None]] = []
+        self._released = False  # given up on shutdown: not a loss
 
     def is_leader(self) -> bool:
         now = time.monotonic() - self._renewed_at < self.renew_deadline
@@ -83,12 +100,15 @@ class LeaderElector:
             log.info("%s acquired leadership of lease %s", self.identity, self.name)
             return
         age = time.monotonic() - self._renewed_at
-        log.warning(
-            "%s lost leadership of lease %s (last renewal %s ago)",
-            self.identity,
-            self.name,
-            f"{age:.1f}s" if age < 1e9 else "never",
-        )
+        if self._released:
+            log.info("%s released lease %s", self.identity, self.name)
+        else:
+            log.warning(
+                "%s lost leadership of lease %s (last renewal %s ago)",
+                self.identity,
+                self.name,
+                f"{age:.1f}s" if age < 1e9 else "never",
+            )
         for callback in self.on_lost:
             callback()
 
@@ -134,7 +154,10 @@ class LeaderElector:
         seen = time.monotonic()  # after the GET: a slow read must not age the record early
         if self._observed is None or self._observed[0] != record:
             self._observed = (record, seen)
-        expired = seen - self._observed[1] > self.lease_duration
+        # the holder's duration, as client-go judges it: a standby started with a shorter one
+        # must not take over while the holder may still write (within its renew deadline)
+        duration = _seconds(spec.get("leaseDurationSeconds")) or self.lease_duration
+        expired = seen - self._observed[1] > duration
         if holder not in (None, "", self.identity) and not expired:
             self._drop()
             return False
@@ -165,7 +188,7 @@ class LeaderElector:
             "metadata": meta,
             "spec": {
                 "holderIdentity": self.identity,
-                "leaseDurationSeconds": int(self.lease_duration),
+                "leaseDurationSeconds": math.ceil(self.lease_duration),  # never shorter
                 "acquireTime": acquire,
                 "renewTime": renew,
                 "leaseTransitions": transitions,
@@ -176,6 +199,7 @@ class LeaderElector:
         """Give the lease up on a clean shutdown so a standby takes over at once."""
         if not self.is_leader():
             return
+        self._released = True
         self._drop()
         try:
             lease = self.api.get(f"{self.path}/{self.name}")

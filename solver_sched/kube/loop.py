@@ -11,7 +11,6 @@ writes nothing. A subclass names the kinds it watches and implements ``cycle``.
 from __future__ import annotations
 
 import logging
-import socket
 import threading
 import time
 from collections.abc import Callable
@@ -22,7 +21,7 @@ from solver_sched.config.schema import SchedulerConfig
 from solver_sched.kube.api import ApiError, KubeApi, RateLimiter, load_client
 from solver_sched.kube.configsource import ConfigSource
 from solver_sched.kube.informer import Informer
-from solver_sched.kube.leader import LeaderElector
+from solver_sched.kube.leader import LeaderElector, default_identity
 from solver_sched.kube.resources import CONFIG_MAPS, Resource
 from solver_sched.kube.store import ObjectStore
 from solver_sched.metrics import Metrics, serve
@@ -40,7 +39,7 @@ class LoopOptions:
     debounce: float = 0.5
     leader_elect: bool = False
     lease_name: str = "solver-sched"
-    identity: str = field(default_factory=socket.gethostname)
+    identity: str = field(default_factory=default_identity)
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
     retry_period: float = 2.0

@@ -181,3 +181,21 @@ def test_after_an_outage_writes_wait_for_a_renewal_the_server_answered(
     assert not elector.may_write()  # ...but nothing proves the server reads requests again
     assert elector.try_acquire_or_renew()
     assert elector.may_write()
+
+
+def test_a_standby_waits_out_the_holders_lease_duration_not_its_own(admin_api: KubeApi) -> None:
+    """During a rollout that shortens --lease-duration, the new replica judged the old one's
+    Lease by its own 4 s and took over while the holder could still write for 10 s (both led
+    for 5.7 s). The Lease says 15 s: the standby waits that long after the last renewal."""
+    holder = LeaderElector(admin_api, "default", "rollout", "old", 15.0, 10.0, 2.0)
+    standby = LeaderElector(admin_api, "default", "rollout", "new", 4.0, 3.0, 0.5)
+    assert holder.try_acquire_or_renew()
+    start = time.monotonic()
+    while time.monotonic() - start < 6.0:  # the holder renews no more: past the standby's 4 s
+        assert not standby.try_acquire_or_renew()
+        assert holder.is_leader()
+        time.sleep(0.5)
+    while time.monotonic() - start < 15.5:  # the holder's duration has passed: it takes over
+        time.sleep(0.5)
+        standby.try_acquire_or_renew()
+    assert standby.is_leader() and not holder.is_leader()
