@@ -10,6 +10,7 @@ limits. A queue too broken to read still claims the namespaces it lists, so thei
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from solver_sched.domain.quota import MAX_JOBS, Queue, QuotaTree
@@ -17,14 +18,30 @@ from solver_sched.io.context import LoadContext, parse, quantities
 from solver_sched.io.objects import ElasticQuotaTreeObj, QuotaNodeModel
 
 
+def _created(tree: ElasticQuotaTreeObj) -> datetime:
+    """When the tree was created; one without a time (a hand-written file) counts as oldest."""
+    t = tree.metadata.creation_timestamp
+    if t is None:
+        return datetime.min.replace(tzinfo=UTC)
+    return t if t.tzinfo is not None else t.replace(tzinfo=UTC)
+
+
 def quota_tree(b: LoadContext, raws: list[dict[str, Any]]) -> QuotaTree:
     trees = [t for raw in raws if (t := parse(b, ElasticQuotaTreeObj, raw)) is not None]
     if not trees:
         return QuotaTree()
-    if len(trees) > 1:
-        names = ", ".join(f"{t.metadata.namespace}/{t.metadata.name}" for t in trees)
-        b.error("ElasticQuotaTree", "metadata.name", f"several trees ({names}); using the first")
+    # The oldest tree rules, whatever order they were listed in (a store lists in the order it
+    # heard of them: a restart re-lists, and a tree created later took over the queues)
+    trees.sort(key=lambda t: (_created(t), t.metadata.namespace or "", t.metadata.name))
     tree = trees[0]
+    if len(trees) > 1:
+        names = ", ".join(f"{t.metadata.namespace}/{t.metadata.name}" for t in trees[1:])
+        b.error(
+            "ElasticQuotaTree",
+            "metadata.name",
+            f"several trees: {tree.metadata.namespace}/{tree.metadata.name}, the oldest, is in "
+            f"force; ignored {names}",
+        )
     obj = f"ElasticQuotaTree {tree.metadata.namespace}/{tree.metadata.name}"
     queues: dict[str, Queue] = {}
     owner: dict[str, str] = {}

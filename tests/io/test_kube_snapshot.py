@@ -739,6 +739,26 @@ def test_quota_tree_parsed() -> None:
     assert s.errors == ()
 
 
+@pytest.mark.parametrize("newer_first", [False, True])
+def test_of_two_trees_the_oldest_is_in_force_in_any_order(newer_first: bool) -> None:
+    """A second tree created later (default/a-tree) took over after a restart, when the re-list
+    put it first: the queues changed under running work."""
+    old = _tree()
+    old["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z"
+    new = quota_tree({"name": "root", "max": {"kube-queue/max-jobs": "9"}})
+    new["metadata"] = {
+        "name": "a-tree",
+        "namespace": "default",
+        "creationTimestamp": "2026-01-02T00:00:00Z",
+    }
+    s = snap(*([new, old] if newer_first else [old, new]))
+    assert set(s.quota.queues) == {"root", "org", "team-a", "team-b"}
+    assert [e.message for e in s.errors] == [
+        "several trees: kube-system/elasticquotatree, the oldest, is in force; ignored "
+        "default/a-tree"
+    ]
+
+
 def test_namespace_in_no_leaf_is_implicit_queue() -> None:
     q = snap(_tree()).quota
     assert q.leaf_for("elsewhere") == IMPLICIT_QUEUE
