@@ -86,7 +86,10 @@ def jobs_from(
         elif pod.phase is PodPhase.SUCCEEDED:
             succeeded[pod.job] += 1
     jobs: dict[str, Job] = {}
-    for key, plist in sorted(members.items()):
+    # gangs first: a job is named after its group (``ns/name``), so that its PodGroup is found
+    # by that name (status, the cooldown's stamp); a pod of no gang that happens to share the
+    # name is the one renamed (``ns/name#pod``; it took the name, and the gang lost its cooldown)
+    for key, plist in sorted(members.items(), key=lambda kv: (":" not in kv[0], kv[0])):
         if not any(p.scheduler_name == b.scheduler_name for p in plist):
             continue  # another scheduler's gang: its pods only consume capacity
         plist.sort(key=lambda p: p.order)
@@ -96,7 +99,8 @@ def jobs_from(
         if succeeded.get(key):
             job = replace(job, succeeded=succeeded[key])
         if job.name in jobs:
-            job = replace(job, name=f"{job.name}#{key.split(':')[0]}")
+            kind = key.split(":")[0] if ":" in key else "pod"
+            job = replace(job, name=f"{job.name}#{kind}")
         jobs[job.name] = job
     return jobs
 

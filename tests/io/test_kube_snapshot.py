@@ -408,10 +408,9 @@ def test_pod_pointing_to_missing_podgroup_is_invalid(
 def test_lone_pod_and_group_with_same_name_do_not_collide() -> None:
     s = snap(pod("g"), gang("g", 2))
     assert len(s.jobs) == 2
-    assert s.jobs["default/g"].pods == ("default/g",)
-    other = next(j for n, j in s.jobs.items() if n != "default/g")
-    assert other.name.startswith("default/g#") and len(other.pods) == 2
-    assert all(s.pods[p].job == other.name for p in other.pods)
+    assert s.jobs["default/g"].pods == ("default/g-worker-0", "default/g-worker-1")
+    assert s.jobs["default/g#pod"].pods == ("default/g",)
+    assert all(s.pods[p].job == name for name, j in s.jobs.items() for p in j.pods)
 
 
 # -- elastic annotations ---------------------------------------------------------------------
@@ -701,6 +700,19 @@ def test_pytorchjob_without_replicas_is_invalid() -> None:
     job = s.jobs["default/pt"]
     assert job.invalid is not None
     assert "PyTorchJob default/pt" in job.invalid and "spec.pytorchReplicaSpecs" in job.invalid
+
+
+def test_a_gang_keeps_its_name_when_a_lone_pod_has_the_same() -> None:
+    """A pod of no gang named like a PodGroup took the job's name: the gang became train#sp,
+    its status went to the lone pod's row and its cooldown was lost (the PodGroup holding its
+    last-scale-time was looked up by the job's name)."""
+    group = pod_group("train", min_member=2, last_scale_time="2026-01-01T11:55:00Z")
+    members = [pod(f"train-{i}", group="train") for i in range(2)]
+    s = snap(group, *members, pod("train"))
+    gang_job, lone = s.jobs["default/train"], s.jobs["default/train#pod"]
+    assert gang_job.pods == ("default/train-0", "default/train-1")
+    assert gang_job.last_scale_time == datetime(2026, 1, 1, 11, 55, tzinfo=UTC)
+    assert lone.pods == ("default/train",)
 
 
 # -- ElasticQuotaTree ------------------------------------------------------------------------
