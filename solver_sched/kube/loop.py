@@ -87,8 +87,11 @@ class ControlLoop:
             opts.namespace,
             opts.config_map,
             self._bad_config,
-            self.metrics.config_reloads.inc,
+            self._config_loaded,
         )
+        # the InvalidConfig Event not yet sent: a standby's would be fenced and lost, and the
+        # ConfigMap is judged once per version, so it waits until this replica may write
+        self._config_event: tuple[dict[str, object], str] | None = None
         self.informers: dict[str, Informer] = {}
         self.cycles = 0
         self._alive = time.monotonic()
@@ -163,7 +166,9 @@ class ControlLoop:
 
     def refresh_config(self) -> SchedulerConfig:
         self.metrics.leader.set(1 if self.may_act() else 0)
-        return self.configs.refresh()
+        config = self.configs.refresh()
+        self._report_config()  # a replica that took over reports what it read as a standby
+        return config
 
     def _discover(self) -> None:
         """Start informers for every watched kind the API server serves (CRDs may come later)."""
@@ -195,7 +200,19 @@ class ControlLoop:
             "namespace": ns,
             "name": name,
         }
-        self.post(lambda: self.event(ref, "InvalidConfig", message))
+        self._config_event = ref, message
+        self._report_config()
+
+    def _config_loaded(self) -> None:
+        self.metrics.config_reloads.inc()
+        self._config_event = None
+
+    def _report_config(self) -> None:
+        event = self._config_event
+        if event is not None and self.may_act():
+            self._config_event = None
+            ref, message = event
+            self.post(lambda: self.event(ref, "InvalidConfig", message))
 
     # -- the loop ------------------------------------------------------------------------------
     def _loop(self) -> None:

@@ -16,6 +16,7 @@ from solver_sched.io import manifests as m
 from solver_sched.kube.api import ApiError, KubeApi
 from solver_sched.kube.controller import Controller
 from solver_sched.kube.informer import Informer
+from solver_sched.kube.leader import LeaderElector
 from solver_sched.kube.resources import CONFIG_MAPS
 from solver_sched.kube.store import ObjectStore
 from solver_sched.planning import clock
@@ -153,6 +154,36 @@ def test_bad_configmap_keeps_last_good(
     )
     assert "weights.elastic" in events[0]["message"] and events[0]["type"] == "Warning"
     assert b"solver_sched_config_errors_total 1.0" in controller.metrics.render()
+
+
+def test_a_replica_that_takes_over_reports_the_bad_config_it_read_as_a_standby(
+    kube: Kube, admin_api: KubeApi, start_controller: Callable[..., Controller]
+) -> None:
+    """The ConfigMap is judged once per version: a standby's InvalidConfig Event was fenced and
+    lost, and the replica that took over never sent one (only its log and metric said it)."""
+    kube.create(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "solver-sched-config", "namespace": "solver-sched"},
+            "data": {"config.yaml": "weights:\n  elastic: -5\n"},
+        }
+    )
+    holder = LeaderElector(admin_api, "solver-sched", "solver-sched", "old", 4.0, 3.0, 0.5)
+    assert holder.try_acquire_or_renew()
+    standby = start_controller(leader_elect=True, identity="new")
+    wait_for("the error counted", lambda: standby.configs.errors >= 1)
+    assert not standby.may_act()
+    wait_for("it takes over", standby.may_act, timeout=20)  # the holder renews no more
+    events = wait_for(
+        "the Event, sent once it leads",
+        lambda: [
+            e
+            for e in kube.events("solver-sched", "solver-sched-config")
+            if e["reason"] == "InvalidConfig"
+        ],
+    )
+    assert "weights.elastic" in events[0]["message"]
 
 
 def test_pdb_refusal_is_retried_not_treated_as_done(
