@@ -70,18 +70,26 @@ def job_states(
                 f"{job.source or 'job ' + name}: needs {job.min_pods} pods (minMember), "
                 f"{len(job.pods)} exist"
             )
-        elif reachable < job.min_pods and (gated := _gated(snapshot, job)):
-            gates = sorted({g for p in gated for g in p.gated})
-            reasons[name] = (
-                f"{len(gated)} of its pods wait behind scheduling gates ({', '.join(gates)}): "
-                f"{reachable} of the {job.min_pods} it needs may be scheduled"
-            )
+        elif reachable < job.min_pods and (why := _out_of_reach(snapshot, job)):
+            reasons[name] = f"{why}: {reachable} of the {job.min_pods} it needs may be scheduled"
         out[name] = JobState(job, running, waiting, sizes, locked, allowed)
     return out
 
 
-def _gated(snapshot: ClusterSnapshot, job: Job) -> list[Pod]:
-    return [p for n in job.pods if (p := snapshot.pods[n]).gated and p.waiting]
+def _out_of_reach(snapshot: ClusterSnapshot, job: Job) -> str:
+    """Why some of a job's pending pods are not this scheduler's to bind (they keep a gang
+    that needs them waiting): scheduling gates, another schedulerName."""
+    pending = [p for n in job.pods if (p := snapshot.pods[n]).waiting]
+    gated = [p for p in pending if p.gated]
+    others = [p for p in pending if p.scheduler_name != snapshot.scheduler_name]
+    out = []
+    if gated:
+        gates = ", ".join(sorted({g for p in gated for g in p.gated}))
+        out.append(f"{len(gated)} of its pods wait behind scheduling gates ({gates})")
+    if others:
+        names = ", ".join(sorted({p.scheduler_name for p in others}))
+        out.append(f"{len(others)} of its pods name another scheduler ({names})")
+    return "; ".join(out)
 
 
 def active_jobs(

@@ -236,8 +236,15 @@ def _from_podgroup(
         invalid = invalid or asked
     elif asked is not None:
         fields["topology"] = asked
-    if pg.spec.priority_class_name and pg.spec.priority_class_name in b.priority_classes:
-        fields["priority"] = b.priority_classes[pg.spec.priority_class_name]
+    wanted = pg.spec.priority_class_name
+    if wanted and wanted in b.priority_classes:
+        fields["priority"] = b.priority_classes[wanted]
+    elif wanted and b.priority_classes:  # (a dump without PriorityClasses: no way to tell)
+        b.error(  # reported, not held: as Volcano, the pods' own priority stands
+            obj,
+            "spec.priorityClassName",
+            f"no PriorityClass {wanted!r}: the job has its pods' priority ({base['priority']})",
+        )
     if pg.metadata.creation_timestamp:
         fields["created"] = pg.metadata.creation_timestamp
     if pg.spec.schedule_timeout_seconds is not None and pg.spec.schedule_timeout_seconds > 0:

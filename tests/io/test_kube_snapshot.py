@@ -715,6 +715,25 @@ def test_a_gang_keeps_its_name_when_a_lone_pod_has_the_same() -> None:
     assert lone.pods == ("default/train",)
 
 
+def test_a_podgroup_naming_no_priority_class_is_reported_and_keeps_its_pods_priority() -> None:
+    """A typo in the PodGroup's priorityClassName was ignored without a word, even by
+    --strict."""
+    group = pod_group("g", min_member=1)
+    group["spec"]["priorityClassName"] = "hgh"
+    classes = {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": "high"},
+        "value": 1000,
+    }
+    s = snap(classes, group, pod("g-0", group="g", priority=7))
+    assert s.jobs["default/g"].priority == 7 and s.jobs["default/g"].invalid is None
+    assert [(e.obj, e.field) for e in s.errors] == [
+        ("PodGroup default/g", "spec.priorityClassName")
+    ]
+    assert "no PriorityClass 'hgh'" in s.errors[0].message
+
+
 # -- ElasticQuotaTree ------------------------------------------------------------------------
 
 

@@ -216,3 +216,17 @@ def test_an_elastic_job_runs_at_an_allowed_size_without_its_gated_pods(backend: 
     snap = snapshot(node("a", gpus=8), objs)
     binds = plan(snap, backend).plan.binds
     assert sorted(b.pod for b in binds) == ["default/e-worker-0", "default/e-worker-2"]
+
+
+def test_a_gang_with_a_pod_of_another_scheduler_says_so() -> None:
+    """It bound nothing, rightly, but said only "no allowed size can run"."""
+    objs = gang("g", 2)
+    for o in objs:
+        if o["kind"] == "Pod" and str(o["metadata"]["name"]).endswith("-1"):
+            o["spec"]["schedulerName"] = "default-scheduler"
+    result = plan(snapshot(node("a", gpus=8), objs), "greedy")
+    assert result.plan.binds == ()
+    assert result.plan.jobs[0].reason == (
+        "1 of its pods name another scheduler (default-scheduler): 1 of the 2 it needs may be "
+        "scheduled"
+    )
