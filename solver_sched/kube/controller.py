@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import partial
 
 from solver_sched.config.schema import SchedulerConfig
 from solver_sched.cycle import CycleResult, run_cycle
-from solver_sched.domain.plan import JobOutcome, Plan
+from solver_sched.domain.plan import EvictJob, JobOutcome, Plan
 from solver_sched.domain.snapshot import ClusterSnapshot
 from solver_sched.io.kube_snapshot import Parsed
 from solver_sched.kube.actuator import Actuator, Outcome
@@ -70,6 +71,10 @@ class GangTracker:
 
     def __init__(self) -> None:
         self.since: dict[str, float] = {}
+        # partial gangs still within their timeout: the plan may complete them, not evict them
+        # (a pod deleted and recreated by its controller, a min raised before the new pods
+        # exist: the plan, which must decide a partial gang, evicted it at once)
+        self.young: set[str] = set()
 
     def expired(self, snap: ClusterSnapshot, now: float) -> dict[str, tuple[str, ...]]:
         partial = {}
@@ -78,11 +83,13 @@ class GangTracker:
             if job.invalid is None and not job.succeeded and 0 < len(running) < job.min_pods:
                 partial[name] = tuple(p.name for p in running)
         self.since = {n: self.since.get(n, now) for n in partial}
-        return {
+        out = {
             n: pods
             for n, pods in partial.items()
             if now - self.since[n] > snap.jobs[n].schedule_timeout.total_seconds()
         }
+        self.young = set(partial) - set(out)
+        return out
 
 
 class Controller(ControlLoop):
@@ -157,7 +164,7 @@ class Controller(ControlLoop):
         for phase, secs in result.phases.items():
             self.metrics.phase_seconds.labels(phase).observe(secs)
         rollback = self.tracker.expired(snap, self.acting.read())
-        plan = _without(result.plan, set(rollback))
+        plan = _keep_waiting(_without(result.plan, set(rollback)), snap, self.tracker.young)
         if rollback:  # evictions made room for the whole plan, rolled-back gangs included:
             plan = Plan(binds=plan.binds, jobs=plan.jobs, notes=plan.notes)  # re-plan them
         t = time.perf_counter()
@@ -341,6 +348,48 @@ def _without(plan: Plan, jobs: set[str]) -> Plan:
         binds=tuple(b for b in plan.binds if b.job not in jobs),
         evictions=tuple(e for e in plan.evictions if e.job not in jobs),
         jobs=plan.jobs,
+        notes=plan.notes,
+    )
+
+
+def _keep_waiting(plan: Plan, snap: ClusterSnapshot, young: set[str]) -> Plan:
+    """The plan without its evictions of partial gangs still within scheduleTimeoutSeconds
+    (the tracker rolls them back once it has passed), unless a gang of higher priority or of
+    another queue (a reclaim) is bound in their room: a preemption does not wait. Their rows say
+    so. Binds the plan made in their room wait for it (the actuator binds only where there is
+    room now)."""
+    binds_on: dict[str, set[str]] = defaultdict(set)
+    for b in plan.binds:
+        binds_on[b.node].add(b.job)
+
+    def waits(ev: EvictJob) -> bool:
+        if ev.job not in young:
+            return False
+        job = snap.jobs[ev.job]
+        nodes = {snap.pods[p].node_name for p in ev.pods if p in snap.pods}
+        for other in {j for n in nodes if n for j in binds_on.get(n, ())}:
+            them = snap.jobs[other]
+            if them.priority > job.priority or snap.queue_of(them) != snap.queue_of(job):
+                return False
+        return True
+
+    kept = {e.job for e in plan.evictions if waits(e)}
+    if not kept:
+        return plan
+    rows = []
+    for row in plan.jobs:
+        if row.name in kept:
+            seconds = snap.jobs[row.name].schedule_timeout.total_seconds()
+            reason = (
+                f"gang incomplete ({row.current} of {row.min_workers} pods bound): kept up to "
+                f"{seconds:.0f}s (scheduleTimeoutSeconds) for its pods, then rolled back"
+            )
+            row = replace(row, planned=row.current, reason=reason)
+        rows.append(row)
+    return Plan(
+        binds=plan.binds,
+        evictions=tuple(e for e in plan.evictions if e.job not in kept),
+        jobs=tuple(rows),
         notes=plan.notes,
     )
 

@@ -483,3 +483,24 @@ def test_a_gang_waits_for_its_pods_scheduling_gates(
     assert "wait behind scheduling gates (kueue.x-k8s.io/admission)" in reason
     kube.patch(POD, "g-worker-1", {"spec": {"schedulingGates": None}})
     wait_for("bound once the gate is gone", lambda: kube.bound("default", "g-") == 2)
+
+
+def test_a_gang_that_lost_a_pod_waits_for_its_replacement(
+    kube: Kube, start_controller: Callable[..., Controller]
+) -> None:
+    """A worker is deleted and its controller recreates it a few seconds later: the plan, which
+    must decide a partial gang, evicted the other three at once. A partial gang is rolled back
+    only after scheduleTimeoutSeconds; until then the plan may complete it, not evict it."""
+    kube.create(m.node("n1", gpus=8))
+    _running_gang(kube, "g", 4, "n1")
+    controller = start_controller()
+    wait_for("cycles", lambda: controller.cycles >= 2)
+    kube.delete(POD, "g-worker-3")
+    cycles = controller.cycles
+    wait_for("cycles on the partial gang", lambda: controller.cycles >= cycles + 3, timeout=30)
+    assert kube.bound("default", "g-") == 3  # the three kept
+    replacement = next(
+        o for o in m.gang("g", 4, priority_class="low") if o["metadata"]["name"] == "g-worker-3"
+    )
+    kube.create(replacement)
+    wait_for("completed", lambda: kube.bound("default", "g-") == 4)
