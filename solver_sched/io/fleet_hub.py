@@ -419,7 +419,11 @@ def _time(text: str, obj: str, key: str, errors: list[InputError]) -> datetime |
     if value is None or value.tzinfo is None:
         errors.append(InputError(obj, f"metadata.annotations[{key}]", f"not RFC 3339: {text!r}"))
         return None
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:  # 9999-12-31T20:00:00-05:00: year 10000 in UTC
+        errors.append(InputError(obj, f"metadata.annotations[{key}]", f"out of range: {text!r}"))
+        return None
 
 
 def _err(errors: list[InputError], obj: str, fld: str, msg: str) -> str:

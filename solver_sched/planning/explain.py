@@ -23,7 +23,10 @@ Room = dict[object, tuple[tuple[int, int], tuple[int, int]]]
 
 def rfc3339(t: datetime) -> str:
     """UTC with its zone, as Kubernetes writes times (a naive time is taken as UTC)."""
-    t = t.astimezone(UTC) if t.tzinfo is not None else t
+    try:
+        t = t.astimezone(UTC) if t.tzinfo is not None else t
+    except OverflowError:  # 9999-12-31T20:00:00-05:00 is in year 10000 in UTC
+        return t.isoformat()
     return t.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

@@ -61,3 +61,25 @@ def test_no_scale_in_without_a_guaranteed_gang(backend: str) -> None:
     )
     result = plan(snap, backend)
     assert result.plan.evictions == ()
+
+
+def test_a_resize_stamped_at_the_end_of_year_9999_stops_only_its_job() -> None:
+    """9999-12-31T20:00:00-05:00 is valid RFC 3339 and in year 10000 in UTC: writing the
+    reason raised OverflowError in every cycle, and no other gang was ever bound."""
+    far = gang(
+        "el",
+        4,
+        min_member=2,
+        max_member=4,
+        size_policy="power-of-two",
+        last_scale_time="9999-12-31T20:00:00-05:00",
+        running_on=["a"] * 2,
+    )
+    snap = snapshot(node("a", gpus=8), far, gang("other", 2))
+    result = plan(snap, "greedy")
+    assert workers_after(snap, result.plan) == {
+        "default/el": 2,
+        "default/other": 2,
+    }
+    row = next(j for j in result.plan.jobs if j.name == "default/el")
+    assert row.reason.startswith("cooldown until 9999-12-31")
