@@ -69,6 +69,7 @@ class Pod:
     # spec.schedulingGates (e.g. Kueue's admission gate): no scheduler may bind it until they are
     # removed (the API server refuses the binding), so it waits outside the plan
     gated: tuple[str, ...] = ()
+    preempts: bool = True  # spec.preemptionPolicy is not Never
 
     @property
     def terminated(self) -> bool:
@@ -99,6 +100,9 @@ class Job:
     max_pods: int = 1
     size_policy: SizePolicy = SizePolicy.ANY
     priority: int = 0
+    # preemptionPolicy Never (its pods', or its PodGroup's PriorityClass): as in Kubernetes it
+    # never breaks running gangs for its priority (it still waits ahead of lower priorities)
+    preempts: bool = True
     queue: str = ""
     cooldown: timedelta = timedelta(minutes=10)
     last_scale_time: datetime | None = None

@@ -62,6 +62,7 @@ def _key(jm: JobModel, clusters: int) -> tuple[Any, ...] | None:
         jm.tier_weight,
         jm.clusters,
         jm.tie,
+        jm.preempts,
         tuple(options),
     )
 

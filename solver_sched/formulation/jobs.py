@@ -149,4 +149,5 @@ def job_model(
         shrink_needs_start=st.running_ok,
         tie=tie,
         created=job.created.timestamp() if job.created is not None else None,
+        preempts=job.preempts,
     )

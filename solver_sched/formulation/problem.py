@@ -67,6 +67,7 @@ class JobModel:
     shrink_needs_start: bool = True  # scaling in needs some guaranteed gang to start
     # start bonuses of its tier that breaking it withholds (formulation/start_bonus.py)
     withholds: int = 0
+    preempts: bool = True  # may fire priority preemption (its preemptionPolicy is not Never)
     tie: int = 0  # weight in the objective's tie band: 1 when nominated (formulation/ties.py)
     created: float | None = None  # creation time (POSIX seconds): orders identical jobs
     # a counted type of interchangeable pending jobs (formulation/aggregate.py): its members,

@@ -25,7 +25,7 @@ def break_triggers(
     """For each running gang: trigger keys of which one must fire before it may be broken."""
     pending_prio: dict[str, set[int]] = defaultdict(set)
     for name, st in states.items():
-        if st.starting and st.sizes:
+        if st.starting and st.sizes and st.job.preempts:  # (preemptionPolicy Never: no)
             pending_prio[queue_of[name]].add(st.job.priority)
     out: dict[str, tuple[str, ...]] = {}
     for name, st in states.items():
@@ -58,7 +58,9 @@ def starters(jobs: tuple[JobModel, ...], below_min: set[str]) -> dict[str, tuple
     for i, jm in enumerate(jobs):
         if jm.starting:
             triggers[ANY_START].append(i)
-            fired = [k for prio, k in by_queue.get(jm.queue, ()) if jm.priority > prio]
+            fired = [
+                k for prio, k in by_queue.get(jm.queue, ()) if jm.priority > prio and jm.preempts
+            ]
             if jm.queue in below_min:
                 fired += [k for queue, k in reclaim if queue != jm.queue]
             for k in sorted(fired):  # the keys' order, as the model's fires[] variables take it

@@ -27,6 +27,7 @@ class LoadContext:
     cooldown: timedelta
     errors: list[InputError] = field(default_factory=list)
     priority_classes: dict[str, int] = field(default_factory=dict)
+    never_preempting: set[str] = field(default_factory=set)  # classes of preemptionPolicy Never
     default_priority: int = 0
     constraints: dict[Any, NodeConstraints] = field(default_factory=dict)  # interned (pods.py)
     requests: dict[Any, dict[str, int]] = field(default_factory=dict)  # interned (pods.py)

@@ -118,6 +118,7 @@ def _job(
         namespace=first.namespace,
         pods=tuple(p.name for p in plist),
         priority=max(p.priority for p in plist),
+        preempts=all(p.preempts for p in plist),
         cooldown=b.cooldown,
         created=created,
         cluster=None,
@@ -239,6 +240,8 @@ def _from_podgroup(
     wanted = pg.spec.priority_class_name
     if wanted and wanted in b.priority_classes:
         fields["priority"] = b.priority_classes[wanted]
+        if wanted in b.never_preempting:
+            fields["preempts"] = False
     elif wanted and b.priority_classes:  # (a dump without PriorityClasses: no way to tell)
         b.error(  # reported, not held: as Volcano, the pods' own priority stands
             obj,

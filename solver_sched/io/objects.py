@@ -117,6 +117,7 @@ class PodSpec(_Obj):
     scheduler_name: str = Field(default="default-scheduler", alias="schedulerName")
     priority: Int32 | None = None
     priority_class_name: str | None = Field(default=None, alias="priorityClassName")
+    preemption_policy: str | None = Field(default=None, alias="preemptionPolicy")
     node_selector: dict[str, str] = Field(default_factory=dict, alias="nodeSelector")
     affinity: AffinityModel | None = None
     tolerations: list[TolerationModel] = Field(default_factory=list)
@@ -216,6 +217,7 @@ class PriorityClassObj(_Obj):
     metadata: Meta
     value: Int32
     global_default: bool = Field(default=False, alias="globalDefault")
+    preemption_policy: str | None = Field(default=None, alias="preemptionPolicy")
 
 
 class TopologyLevelModel(_Obj):

@@ -162,4 +162,9 @@ def pod_from(b: LoadContext, raw: dict[str, Any], nodes: dict[str, Node]) -> Pod
         nominated=p.status.nominated_node_name or None,
         unread=isinstance(requests, str),
         gated=tuple(g.name for g in p.spec.scheduling_gates),
+        preempts=p.spec.preemption_policy != "Never"
+        and (
+            p.spec.preemption_policy is not None
+            or p.spec.priority_class_name not in b.never_preempting
+        ),
     )

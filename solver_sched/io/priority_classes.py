@@ -14,5 +14,7 @@ def read_priority_classes(b: LoadContext, raws: list[dict[str, Any]]) -> None:
         pc = parse(b, PriorityClassObj, raw)
         if pc:
             b.priority_classes[pc.metadata.name] = pc.value
+            if pc.preemption_policy == "Never":
+                b.never_preempting.add(pc.metadata.name)
             if pc.global_default:
                 b.default_priority = pc.value

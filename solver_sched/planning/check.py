@@ -247,7 +247,10 @@ class _Starts:
         for s in started:
             job = snapshot.jobs[s]
             queue = snapshot.queue_of(job)
-            self.top_priority[queue] = max(self.top_priority.get(queue, job.priority), job.priority)
+            if job.preempts:  # preemptionPolicy Never licenses no priority break
+                self.top_priority[queue] = max(
+                    self.top_priority.get(queue, job.priority), job.priority
+                )
             if _below_min(snapshot, queue, usage):
                 self.reclaiming.add(queue)
         self.guaranteed = {  # resources some queue of the tree has a min of
@@ -340,7 +343,13 @@ class _Licences:
         # the jobs not running at an allowed size that the plan places: their leaf, whether they
         # outrank a gang of it (a licence in every queue above), whether it may reclaim
         placed = [
-            (n, leaf, self.pp and lowest.get(leaf, jobs[n].priority) < jobs[n].priority)
+            (
+                n,
+                leaf,
+                self.pp
+                and jobs[n].preempts
+                and lowest.get(leaf, jobs[n].priority) < jobs[n].priority,
+            )
             for n in jobs
             if after_size[n] and (n in self.irregular or not before_size[n])
             for leaf in (self.queue_of[n],)

@@ -639,3 +639,22 @@ def test_a_cap_freed_by_a_break_goes_to_starts_that_may_break_too() -> None:
     snap = snapshot(*reclaim_swap(qc_cpu="8"))  # a1 and z hold 4 cpu each, c needs 4
     bad = check(snap, _swap_plan(("z",), True), NOW)
     assert any(b.startswith("queue qc: cpu 12000 > max 8000 with broken gangs") for b in bad)
+
+
+def test_a_gang_that_never_preempts_licenses_no_break() -> None:
+    """preemptionPolicy Never: the same plan as above, refused."""
+    hi = gang("hi", 2, priority=100)
+    for o in hi:
+        if o["kind"] == "Pod":
+            o["spec"]["preemptionPolicy"] = "Never"
+    snap = snapshot(
+        node("a", gpus=4),
+        _two_queues({"min": 4}, {}),
+        gang("low", 4, running_on=["a"] * 4, priority=0),
+        hi,
+    )
+    plan = Plan(
+        evictions=(evict("low", *[f"low-worker-{i}" for i in range(4)]),),
+        binds=gang_binds("hi", 2, "a"),
+    )
+    assert any("gang broken with no higher-priority gang" in v for v in check(snap, plan, NOW))

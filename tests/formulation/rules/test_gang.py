@@ -230,3 +230,38 @@ def test_a_gang_with_a_pod_of_another_scheduler_says_so() -> None:
         "1 of its pods name another scheduler (default-scheduler): 1 of the 2 it needs may be "
         "scheduled"
     )
+
+
+NEVER_PREEMPTS = {
+    "apiVersion": "scheduling.k8s.io/v1",
+    "kind": "PriorityClass",
+    "metadata": {"name": "high-no-preempt"},
+    "value": 1000,
+    "preemptionPolicy": "Never",
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("where", ["pod", "class"])
+def test_a_gang_that_never_preempts_waits_for_room(backend: str, where: str) -> None:
+    """preemptionPolicy Never (on the pods, as admission sets it, or on the PriorityClass) was
+    ignored: the gang broke a running one of lower priority."""
+    high = gang("high", 4, priority=1000)
+    for o in high:
+        if o["kind"] == "Pod":
+            if where == "pod":
+                o["spec"]["preemptionPolicy"] = "Never"
+            else:
+                o["spec"]["priorityClassName"] = "high-no-preempt"
+    snap = snapshot(NEVER_PREEMPTS, node("a", gpus=4), gang("low", 4, running_on=["a"] * 4), high)
+    result = plan(snap, backend)
+    assert result.plan.evictions == () and result.plan.binds == ()
+    assert workers_after(snap, result.plan) == {"default/low": 4, "default/high": 0}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_same_gang_that_may_preempt_does(backend: str) -> None:
+    snap = snapshot(
+        node("a", gpus=4), gang("low", 4, running_on=["a"] * 4), gang("high", 4, priority=1000)
+    )
+    assert workers_after(snap, plan(snap, backend).plan) == {"default/low": 0, "default/high": 4}
