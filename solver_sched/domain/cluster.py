@@ -70,6 +70,7 @@ class Pod:
     # removed (the API server refuses the binding), so it waits outside the plan
     gated: tuple[str, ...] = ()
     preempts: bool = True  # spec.preemptionPolicy is not Never
+    ready: bool = False  # condition Ready: a PodDisruptionBudget counts it healthy
 
     @property
     def terminated(self) -> bool:

@@ -125,9 +125,15 @@ class PodSpec(_Obj):
     scheduling_gates: list[SchedulingGate] = Field(default_factory=list, alias="schedulingGates")
 
 
+class PodCondition(_Obj):
+    type: str = ""
+    status: str = ""
+
+
 class PodStatus(_Obj):
     phase: str = "Pending"
     nominated_node_name: str | None = Field(default=None, alias="nominatedNodeName")
+    conditions: list[PodCondition] = Field(default_factory=list)
 
 
 class PodObj(_Obj):

@@ -162,6 +162,7 @@ def pod_from(b: LoadContext, raw: dict[str, Any], nodes: dict[str, Node]) -> Pod
         nominated=p.status.nominated_node_name or None,
         unread=isinstance(requests, str),
         gated=tuple(g.name for g in p.spec.scheduling_gates),
+        ready=any(c.type == "Ready" and c.status == "True" for c in p.status.conditions),
         preempts=p.spec.preemption_policy != "Never"
         and (
             p.spec.preemption_policy is not None

@@ -65,7 +65,8 @@ class Actuator:
         self.grace_seconds = grace_seconds
         self.fault = fault  # test hook: called before each write, may raise to simulate a crash
         self._uids: dict[str, str] = {}
-        self._running: set[str] = set()  # the pods a PodDisruptionBudget is charged for
+        self._healthy: set[str] = set()  # running and Ready: what a PodDisruptionBudget charges
+        self._unhealthy: set[str] = set()  # running, not Ready
 
     def apply(
         self,
@@ -75,11 +76,13 @@ class Actuator:
     ) -> Outcome:
         out = Outcome()
         self._uids = {name: p.uid for name, p in real.pods.items()}
-        self._running = {
-            name
+        running = [
+            (name, p)
             for name, p in real.pods.items()
             if p.phase is PodPhase.RUNNING and not p.terminating
-        }
+        ]
+        self._healthy = {name for name, p in running if p.ready}
+        self._unhealthy = {name for name, p in running if not p.ready}
         for ev in plan.evictions:
             if not self.may_act():
                 out.fenced = True
@@ -129,7 +132,7 @@ class Actuator:
         """All of the job's pods or none: the budgets that select them must allow them all at
         once (kube/budgets.py), and every dry run must pass, before its queued binds are taken
         back and any pod is evicted."""
-        refused = budgets.refusal(self.api, ev.pods, self._running)
+        refused = budgets.refusal(self.api, ev.pods, self._healthy, self._unhealthy)
         if refused:
             out.evict_blocked[ev.job] = refused
             return

@@ -4,9 +4,12 @@ The Eviction API charges each running pod to the budget that selects it, one pod
 dry run charges nothing. Dry runs alone therefore pass pod by pod; the real evictions then use the
 budget up part way and leave the job half evicted (maxUnavailable 1 over a 4-pod gang: one pod
 went, three were refused). So a job's eviction goes ahead only when each budget allows all of the
-job's running pods it selects at once. The API refuses a pod that two budgets select, and any pod
+job's healthy pods it selects at once. The API refuses a pod that two budgets select, and any pod
 while its budget's status is older than its spec, so both refuse the job here too. Pods that are
-not running are evicted whatever the budgets say (the API does not charge them)."""
+not running are evicted whatever the budgets say. A running pod that is not Ready is not charged
+where the budget's ``unhealthyPodEvictionPolicy`` lets it go (AlwaysAllow; IfHealthyBudget, the
+default, while the budget has at least its desired healthy pods, and wants some), and charged
+like a Ready one otherwise, as the API decides."""
 
 from __future__ import annotations
 
@@ -20,18 +23,22 @@ from solver_sched.kube.api import ApiError, KubeApi
 log = logging.getLogger(__name__)
 
 
-def refusal(api: KubeApi, pods: Sequence[str], running: Collection[str]) -> str | None:
+def refusal(
+    api: KubeApi, pods: Sequence[str], healthy: Collection[str], unhealthy: Collection[str]
+) -> str | None:
     """Why the budgets refuse evicting all of ``pods`` (``namespace/name``) together, or None.
-    ``running``: the pods the API charges. A budget that cannot be read refuses nothing (the
-    dry runs that follow still catch a refusal; the last line of defence, not the first)."""
-    charged: dict[str, list[str]] = defaultdict(list)  # namespace -> pod names
+    ``healthy``: running and Ready, the pods the API charges; ``unhealthy``: running, not Ready.
+    A budget that cannot be read refuses nothing (the dry runs that follow still catch a
+    refusal; the last line of defence, not the first)."""
+    running: dict[str, list[str]] = defaultdict(list)  # namespace -> pod names
     for pod in pods:
-        if pod in running:
+        if pod in healthy or pod in unhealthy:
             ns, name = pod.split("/", 1)
-            charged[ns].append(name)
-    for ns, names in sorted(charged.items()):
+            running[ns].append(name)
+    for ns, names in sorted(running.items()):
+        charged = {n for n in names if f"{ns}/{n}" in healthy}
         try:
-            why = _refusal_in(api, ns, names)
+            why = _refusal_in(api, ns, names, charged)
         except ApiError as exc:
             log.warning("PodDisruptionBudgets of namespace %s not read: %s", ns, exc)
             continue
@@ -40,7 +47,7 @@ def refusal(api: KubeApi, pods: Sequence[str], running: Collection[str]) -> str 
     return None
 
 
-def _refusal_in(api: KubeApi, ns: str, names: list[str]) -> str | None:
+def _refusal_in(api: KubeApi, ns: str, names: list[str], charged: set[str]) -> str | None:
     budgets = api.get(f"/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets").get("items") or []
     selected_by: dict[str, list[str]] = defaultdict(list)
     for pdb in sorted(budgets, key=lambda b: str((b.get("metadata") or {}).get("name"))):
@@ -63,10 +70,14 @@ def _refusal_in(api: KubeApi, ns: str, names: list[str]) -> str | None:
         if int(status.get("observedGeneration") or 0) < int(meta.get("generation") or 0):
             return f"{name}: its status is not yet current (the disruption controller is behind)"
         allowed = int(status.get("disruptionsAllowed") or 0)
-        if allowed < len(covered):
+        desired = int(status.get("desiredHealthy") or 0)
+        healthy_budget = int(status.get("currentHealthy") or 0) >= desired > 0
+        free = spec.get("unhealthyPodEvictionPolicy") == "AlwaysAllow" or healthy_budget
+        taken = [n for n in covered if n in charged or not free]  # what the API charges
+        if allowed < len(taken):
             return (
                 f"{name} allows {allowed} disruption(s); the job-level eviction takes "
-                f"{len(covered)} of its running pods at once"
+                f"{len(taken)} of its pods at once"
             )
     for pod, pdbs in sorted(selected_by.items()):
         if len(pdbs) > 1:

@@ -277,7 +277,7 @@ def test_a_budget_that_allows_part_of_a_job_keeps_all_of_it(
     _budget(kube, "low", {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "low"}}}, 1)
     reasons = _high_preempts_low_in_vain(kube, start_controller)
     assert "PodDisruptionBudget default/low allows 1 disruption(s)" in reasons[0]
-    assert "takes 4 of its running pods" in reasons[0]
+    assert "takes 4 of its pods at once" in reasons[0]
     kube.api.request(
         "PATCH",
         "/apis/policy/v1/namespaces/default/poddisruptionbudgets/low/status",
@@ -285,6 +285,60 @@ def test_a_budget_that_allows_part_of_a_job_keeps_all_of_it(
         content_type="application/merge-patch+json",
     )
     wait_for("high bound once all four may go", lambda: kube.bound("default", "high-") == 4)
+    assert kube.bound("default", "low-") == 0
+
+
+@pytest.mark.parametrize("policy", ["AlwaysAllow", "IfHealthyBudget"])
+def test_running_pods_that_are_not_ready_go_as_the_budgets_policy_says(
+    kube: Kube, start_controller: Callable[..., Controller], policy: str
+) -> None:
+    """The API does not charge a running pod that is not Ready: AlwaysAllow evicts it, and
+    IfHealthyBudget while the budget has its desired healthy pods. The check charged them all
+    and refused the preemption for good."""
+    kube.create(m.node("n1", gpus=4))
+    priority_classes(kube)
+    kube.create_all(m.gang("low", 4, running_on=["n1"] * 4, priority_class="low"))
+    for i in range(4):
+        kube.api.request(
+            "PATCH",
+            f"/api/v1/namespaces/default/pods/low-worker-{i}/status",
+            body={
+                "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}]}
+            },
+            content_type="application/strategic-merge-patch+json",
+        )
+        kube.patch(POD, f"low-worker-{i}", {"metadata": {"labels": {"app": "low"}}})
+    desired = 4 if policy == "AlwaysAllow" else 2
+    spec = {
+        "minAvailable": desired,
+        "unhealthyPodEvictionPolicy": policy,
+        "selector": {"matchLabels": {"app": "low"}},
+    }
+    created = kube.create(
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "low", "namespace": "default"},
+            "spec": spec,
+        }
+    )
+    status = {
+        "observedGeneration": created["metadata"]["generation"],
+        "disruptionsAllowed": 0,
+        # IfHealthyBudget: healthy (as if two other pods it selects were Ready elsewhere)
+        "currentHealthy": 0 if policy == "AlwaysAllow" else 2,
+        "desiredHealthy": desired,
+        "expectedPods": 4,
+    }
+    kube.api.request(
+        "PATCH",
+        "/apis/policy/v1/namespaces/default/poddisruptionbudgets/low/status",
+        body={"status": status},
+        content_type="application/merge-patch+json",
+    )
+    kube.create_all(m.gang("high", 4, priority_class="high"))
+    start_controller()
+    wait_for("high bound", lambda: kube.bound("default", "high-") == 4)
     assert kube.bound("default", "low-") == 0
 
 
