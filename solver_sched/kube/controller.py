@@ -112,6 +112,7 @@ class Controller(ControlLoop):
             "solver-sched",
             self.may_act,
             lambda pod: pod in self.assumed.snapshot().binds,
+            stamp_api=self.api,
         )
         self.reporter = Reporter()
         self.actuator = Actuator(
@@ -259,7 +260,9 @@ class Controller(ControlLoop):
     def _stamp_scale_ins(
         self, plan: Plan, snap: ClusterSnapshot, outcome: Outcome, now: datetime
     ) -> None:
-        """A job shrunk by evictions (all of them done) starts its cooldown now."""
+        """A job shrunk by evictions (all of them done) starts its cooldown now. Written here,
+        on the cycle's thread, not queued with the cycle's report: a clean shutdown right after
+        the evictions dropped the queue, and the job grew back as soon as a new replica led."""
         evicted = set(outcome.evicted) | set(outcome.cancelled)
         stamp = rfc3339(now)
         for ev in plan.evictions:
@@ -269,9 +272,7 @@ class Controller(ControlLoop):
                 continue
             if row.current >= row.min_workers and row.planned and row.planned != row.current:
                 self.assumed.stamp(job.source, stamp)
-                self.reporter.post(
-                    partial(self.status.last_scale_time, row.name, job.source, stamp)
-                )
+                self.status.last_scale_time(row.name, job.source, stamp)
 
     def _report(self, plan: Plan, snap: ClusterSnapshot, out: Outcome, now: datetime) -> None:
         """The cycle's report, on the reporter's thread: input errors, conditions, PodGroup

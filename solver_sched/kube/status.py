@@ -55,9 +55,13 @@ class StatusWriter:
         component: str,
         may_act: Callable[[], bool],
         binding: Callable[[str], bool] = lambda _pod: False,
+        stamp_api: KubeApi | None = None,
     ) -> None:
         self.api, self.store, self.component, self.may_act = api, store, component, may_act
         self.binding = binding
+        # the cooldown's stamp is part of a scale-in, not of its report: written with the
+        # actuation's budget (the status budget waits behind a busy cluster's conditions)
+        self.stamp_api = stamp_api or api
         self._sent: dict[tuple[str, str, str], float] = {}
         self._no_status: set[str] = set()  # PodGroup APIs without a status subresource
 
@@ -302,7 +306,9 @@ class StatusWriter:
             return
         patch = {"metadata": {"annotations": {LAST_SCALE: stamp}}}
         try:
-            self.api.request("PATCH", path, body=patch, content_type="application/merge-patch+json")
+            self.stamp_api.request(
+                "PATCH", path, body=patch, content_type="application/merge-patch+json"
+            )
         except ApiError as exc:
             _warn(f"annotate {job}", exc)
 

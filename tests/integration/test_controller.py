@@ -558,3 +558,36 @@ def test_a_gang_that_lost_a_pod_waits_for_its_replacement(
     )
     kube.create(replacement)
     wait_for("completed", lambda: kube.bound("default", "g-") == 4)
+
+
+def test_a_scale_in_keeps_its_cooldown_through_a_clean_shutdown(
+    kube: Kube, start_controller: Callable[..., Controller]
+) -> None:
+    """The last-scale-time went out with the cycle's report, behind the status writes of a busy
+    cluster: a shutdown right after the evictions dropped it, and the job grew back as soon as
+    the scheduler ran again."""
+    kube.create(m.node("n1", gpus=8))
+    priority_classes(kube)
+    elastic = m.gang(
+        "e",
+        8,
+        min_member=2,
+        max_member=8,
+        size_policy="power-of-two",
+        cooldown="10m",
+        running_on=["n1"] * 8,
+        priority_class="low",
+    )
+    kube.create_all(elastic)
+    for i in range(8):
+        kube.set_running(f"default/e-worker-{i}")
+    for i in range(30):  # fit nowhere: their conditions keep the status writer busy
+        kube.create(m.pod(f"lone-{i}", gpus=16, priority_class="low"))
+    controller = start_controller(status_qps=2.0, status_burst=1)
+    wait_for("cycles", lambda: controller.cycles >= 2)
+    kube.create_all(m.gang("h", 4, priority_class="high"))
+    wait_for("e shrunk", lambda: kube.bound("default", "e-") == 4, timeout=60)
+    time.sleep(2)  # the cycle that evicted ends (the report's 30+ writes take 15 s at 2/s)
+    controller.shutdown()
+    group = kube.api.get("/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups/e")
+    assert "solver-sched.io/last-scale-time" in group["metadata"].get("annotations", {})
