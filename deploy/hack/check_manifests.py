@@ -479,6 +479,7 @@ class Server:
             ("patch", "kubeflow.org", "pytorchjobs", None, "team-a", "j"),  # last-scale-time
             ("get", "policy", "poddisruptionbudgets", None, "team-a", None),  # a job's budgets
             ("list", "policy", "poddisruptionbudgets", None, "team-a", None),
+            ("watch", "policy", "poddisruptionbudgets", None, "team-a", None),  # planned on
         ]
         for g in ("", "events.k8s.io"):
             allowed += [

@@ -114,6 +114,9 @@ class Job:
     schedule_timeout: timedelta = timedelta(seconds=60)  # a partial gang is rolled back after it
     succeeded: int = 0  # members that finished: the gang is completing and is left alone
     topology: TopologyRequest | None = None  # where its pods must (or should) sit together
+    # how many of its running pods its PodDisruptionBudgets let go at once (None: no budget
+    # limits it); the plan never shrinks it by more, as the Eviction API would refuse
+    disruptions: int | None = None
 
     @property
     def elastic(self) -> bool:

@@ -65,9 +65,11 @@ def job_states(
         top = len(running) if locked and len(running) >= job.min_pods else reachable
         allowed = job.allowed_sizes()
         sizes = tuple(s for s in allowed if s <= top)
+        if job.disruptions is not None:  # its budgets let no more pods go at once (rule 6b)
+            sizes = tuple(s for s in sizes if s >= len(running) - job.disruptions)
         if not allowed:
             reasons[name] = (
-                f"{job.source or 'job ' + name}: needs {job.min_pods} pods (minMember), "
+                f"{job.source or 'job ' + name}: needs at least {job.min_pods} pods, "
                 f"{len(job.pods)} exist"
             )
         elif reachable < job.min_pods and (why := _out_of_reach(snapshot, job)):

@@ -31,6 +31,9 @@ def break_triggers(
     for name, st in states.items():
         if not st.running_ok:
             continue
+        if st.job.disruptions is not None and st.job.disruptions < st.current:
+            out[name] = ()  # its budgets refuse evicting it whole: nothing may break it
+            continue
         keys: list[str] = []
         q = queue_of[name]
         if settings.priority_preemption and any(p > st.job.priority for p in pending_prio[q]):

@@ -6,12 +6,11 @@ by the fleet loader (``io.fleet_snapshot``)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictBool
 
-from solver_sched.io.objects import Int32, Meta
+from solver_sched.io.objects import Int32, LabelSelectorModel, Meta
 
 POLICY_GROUPS = ("policy.one.alibabacloud.com", "policy.karmada.io")
 CLUSTER_GROUP = "cluster.karmada.io"
@@ -22,35 +21,6 @@ DEFAULT_GRACE_SECONDS = 600  # Karmada's default gracePeriodSeconds for Graceful
 
 class _Obj(BaseModel):
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
-
-
-class RequirementModel(_Obj):
-    key: str
-    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
-    values: list[str] = Field(default_factory=list)
-
-
-class LabelSelectorModel(_Obj):
-    match_labels: dict[str, str] = Field(default_factory=dict, alias="matchLabels")
-    match_expressions: list[RequirementModel] = Field(
-        default_factory=list, alias="matchExpressions"
-    )
-
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        """Kubernetes' label selector: every matchLabels pair and every requirement holds."""
-        if any(labels.get(k) != v for k, v in self.match_labels.items()):
-            return False
-        for r in self.match_expressions:
-            has = r.key in labels
-            if r.operator == "In" and not (has and labels[r.key] in r.values):
-                return False
-            if r.operator == "NotIn" and has and labels[r.key] in r.values:
-                return False
-            if r.operator == "Exists" and not has:
-                return False
-            if r.operator == "DoesNotExist" and has:
-                return False
-        return True
 
 
 class ResourceSelectorModel(_Obj):

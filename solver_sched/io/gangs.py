@@ -15,6 +15,7 @@ from solver_sched.io.context import TWICE, LoadContext, parse_or_why, raw_key
 from solver_sched.io.job_annotations import ANN, job_scaling
 from solver_sched.io.kubeflow import (
     KUBEFLOW_JOB_LABEL,
+    inverted_range,
     kubeflow_job,
     no_guaranteed_pod,
     pytorch_range,
@@ -85,6 +86,9 @@ def jobs_from(
             members[pod.job].append(pod)
         elif pod.phase is PodPhase.SUCCEEDED:
             succeeded[pod.job] += 1
+    for key in [k for k in members if _basic(k, groups)]:
+        for pod in members.pop(key):  # standard scheduling: each pod on its own
+            members[pod.name].append(pod)
     jobs: dict[str, Job] = {}
     # gangs first: a job is named after its group (``ns/name``), so that its PodGroup is found
     # by that name (status, the cooldown's stamp); a pod of no gang that happens to share the
@@ -103,6 +107,18 @@ def jobs_from(
             job = replace(job, name=f"{job.name}#{kind}")
         jobs[job.name] = job
     return jobs
+
+
+def _basic(key: str, groups: dict[tuple[str, str, str], PodGroupObj | str]) -> bool:
+    """A ``scheduling.k8s.io`` PodGroup whose policy is ``basic``, not ``gang``: its pods are
+    scheduled one by one, as the default scheduler does."""
+    kind, _, ref = key.partition(":")
+    if kind != "k8s":
+        return False
+    ns, _, group = ref.partition("/")
+    pg = groups.get((K8S_GROUP, ns, group))
+    policy = pg.spec.scheduling_policy if isinstance(pg, PodGroupObj) else None
+    return isinstance(policy, dict) and "basic" in policy and "gang" not in policy
 
 
 def _job(
@@ -209,11 +225,7 @@ def _from_podgroup(
         invalid, pj = pj, None
     if f"{ANN}max-member" not in anns and pj and pj.spec.elastic_policy:
         min_member, max_member, src = pytorch_range(pj, min_member)
-        invalid = no_guaranteed_pod(b, pj, src, min_member)
-        if max_member < min_member and invalid is None:
-            invalid = b.error(
-                src, "spec.elasticPolicy", f"maxReplicas {max_member} < minReplicas {min_member}"
-            )
+        invalid = no_guaranteed_pod(b, pj, src, min_member) or inverted_range(b, pj, src)
     if f"{ANN}max-member" in anns:
         text = anns[f"{ANN}max-member"]
         if not _DIGITS.fullmatch(text.strip()):

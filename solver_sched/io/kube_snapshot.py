@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from solver_sched.domain.cluster import Node, Pod
 from solver_sched.domain.snapshot import ClusterSnapshot, InputError
+from solver_sched.io.budgets import with_disruptions
 from solver_sched.io.context import TWICE, LoadContext, raw_key
 from solver_sched.io.gangs import group_key, jobs_from, pod_groups
 from solver_sched.io.gcpause import gc_paused
@@ -125,6 +126,8 @@ def _snapshot(
     groups = pod_groups(b, by_kind["PodGroup"])
     pytorch = pytorch_jobs(b, by_kind["PyTorchJob"])
     jobs = jobs_from(b, pods, groups, pytorch, unread)
+    if budgets := by_kind["PodDisruptionBudget"]:
+        jobs = with_disruptions(b, budgets, _labels(by_kind["Pod"]), pods, jobs)
     topologies = kueue_topologies(b, by_kind["Topology"])
     job_of = {p: name for name, job in jobs.items() for p in job.pods}
     for n, p in pods.items():
@@ -140,6 +143,17 @@ def _snapshot(
         errors=tuple(b.errors),
         topologies=topologies,
     )
+
+
+def _labels(raws: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
+    """Pod labels by pod name, read only where a PodDisruptionBudget may select them."""
+    out = {}
+    for raw in raws:
+        key, meta = raw_key(raw), raw.get("metadata")
+        labels = meta.get("labels") if isinstance(meta, dict) else None
+        if key is not None and isinstance(labels, dict):
+            out["/".join(key)] = {str(k): str(v) for k, v in labels.items()}
+    return out
 
 
 def _holds_node(raw: dict[str, Any]) -> bool:

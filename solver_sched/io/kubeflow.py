@@ -3,7 +3,6 @@ max; its pods are found by the training.kubeflow.org/job-name label."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from solver_sched.domain.cluster import Job
@@ -41,9 +40,10 @@ def kubeflow_job(
         # min counts the non-Worker replicas too: the field is the policy, not minReplicas
         fld = "spec.elasticPolicy" if pj.spec.elastic_policy else "spec.pytorchReplicaSpecs"
         invalid = no_guaranteed_pod(b, pj, src, lo)
+        invalid = invalid or inverted_range(b, pj, src)
         scaling, invalid = job_scaling(b, src, pj.metadata.annotations, lo, fld, invalid)
         base = {**base, **scaling}
-    return _finish(b, Job(name=name, min_pods=lo, max_pods=hi, source=src, invalid=invalid, **base))
+    return Job(name=name, min_pods=lo, max_pods=hi, source=src, invalid=invalid, **base)
 
 
 def pytorch_range(pj: PyTorchJobObj | None, pods: int) -> tuple[int, int, str]:
@@ -76,14 +76,21 @@ def no_guaranteed_pod(b: LoadContext, pj: PyTorchJobObj, src: str, lo: int) -> s
     return b.error(src, "spec.pytorchReplicaSpecs", "no replicas: the gang has no pod")
 
 
-def _finish(b: LoadContext, job: Job) -> Job:
-    if job.max_pods < job.min_pods and job.invalid is None:  # keep the first error
-        return replace(
-            job,
-            invalid=b.error(
-                job.source,
-                "spec.elasticPolicy",
-                f"maxReplicas {job.max_pods} < minReplicas {job.min_pods}",
-            ),
-        )
-    return job
+def inverted_range(b: LoadContext, pj: PyTorchJobObj, src: str) -> str | None:
+    """The error for an elasticPolicy whose max is below its min, in the fields' own numbers
+    (the gang's min and max also count the non-Worker replicas)."""
+    ep = pj.spec.elastic_policy
+    if ep is None or ep.min_replicas is None:
+        return None
+    if ep.max_replicas is not None:
+        if ep.max_replicas >= ep.min_replicas:
+            return None
+        why = f"maxReplicas {ep.max_replicas} < minReplicas {ep.min_replicas}"
+        return b.error(src, "spec.elasticPolicy", why)
+    workers = sum(
+        r.replicas for t, r in pj.spec.pytorch_replica_specs.items() if t.lower() == "worker"
+    )
+    if workers >= ep.min_replicas:
+        return None
+    why = f"minReplicas {ep.min_replicas} > the {workers} Worker replicas (maxReplicas unset)"
+    return b.error(src, "spec.elasticPolicy", why)

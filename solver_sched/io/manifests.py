@@ -263,3 +263,33 @@ def quota_tree(root: dict[str, Any]) -> dict[str, Any]:
         "metadata": {"name": "elasticquotatree", "namespace": "kube-system"},
         "spec": {"root": root},
     }
+
+
+def pod_disruption_budget(
+    name: str,
+    match_labels: dict[str, str],
+    disruptions_allowed: int,
+    *,
+    namespace: str = "default",
+    current_healthy: int = 0,
+    desired_healthy: int = 0,
+    unhealthy_policy: str | None = None,
+    observed_generation: int = 1,
+) -> dict[str, Any]:
+    """A policy/v1 PodDisruptionBudget with the status its disruption controller would write."""
+    spec: dict[str, Any] = {"selector": {"matchLabels": dict(match_labels)}, "maxUnavailable": 0}
+    if unhealthy_policy:
+        spec["unhealthyPodEvictionPolicy"] = unhealthy_policy
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "namespace": namespace, "generation": 1},
+        "spec": spec,
+        "status": {
+            "disruptionsAllowed": disruptions_allowed,
+            "currentHealthy": current_healthy,
+            "desiredHealthy": desired_healthy,
+            "expectedPods": current_healthy,
+            "observedGeneration": observed_generation,
+        },
+    }

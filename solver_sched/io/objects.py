@@ -4,8 +4,9 @@ raw here and are parsed by the builder, which can then name the object and field
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, Strict
 
@@ -28,6 +29,7 @@ class Meta(_Obj):
     annotations: dict[str, str] = Field(default_factory=dict)
     creation_timestamp: datetime | None = Field(default=None, alias="creationTimestamp")
     deletion_timestamp: datetime | None = Field(default=None, alias="deletionTimestamp")
+    generation: int = 0
 
 
 class TaintModel(_Obj):
@@ -252,3 +254,52 @@ MODEL_OF_KIND: dict[str, type[BaseModel]] = {
     "PriorityClass": PriorityClassObj,
     "Topology": KueueTopologyObj,
 }
+
+
+class RequirementModel(_Obj):
+    key: str
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    values: list[str] = Field(default_factory=list)
+
+
+class LabelSelectorModel(_Obj):
+    match_labels: dict[str, str] = Field(default_factory=dict, alias="matchLabels")
+    match_expressions: list[RequirementModel] = Field(
+        default_factory=list, alias="matchExpressions"
+    )
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """Kubernetes' label selector: every matchLabels pair and every requirement holds."""
+        if any(labels.get(k) != v for k, v in self.match_labels.items()):
+            return False
+        for r in self.match_expressions:
+            has = r.key in labels
+            if r.operator == "In" and not (has and labels[r.key] in r.values):
+                return False
+            if r.operator == "NotIn" and has and labels[r.key] in r.values:
+                return False
+            if r.operator == "Exists" and not has:
+                return False
+            if r.operator == "DoesNotExist" and has:
+                return False
+        return True
+
+
+class PodDisruptionBudgetSpec(_Obj):
+    selector: LabelSelectorModel | None = None  # policy/v1: null selects no pod
+    unhealthy_pod_eviction_policy: Literal["IfHealthyBudget", "AlwaysAllow"] | None = Field(
+        default=None, alias="unhealthyPodEvictionPolicy"
+    )
+
+
+class PodDisruptionBudgetStatus(_Obj):
+    disruptions_allowed: Count32 = Field(default=0, alias="disruptionsAllowed")
+    current_healthy: Count32 = Field(default=0, alias="currentHealthy")
+    desired_healthy: Count32 = Field(default=0, alias="desiredHealthy")
+    observed_generation: int = Field(default=0, alias="observedGeneration")
+
+
+class PodDisruptionBudgetObj(_Obj):
+    metadata: Meta
+    spec: PodDisruptionBudgetSpec = PodDisruptionBudgetSpec()
+    status: PodDisruptionBudgetStatus = PodDisruptionBudgetStatus()

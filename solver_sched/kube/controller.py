@@ -238,6 +238,8 @@ class Controller(ControlLoop):
                 if not result.complete:
                     if resize and source:
                         self.assumed.forget_stamp(source, stamp)
+                    if refused := _refused(result):
+                        self.reporter.post(lambda: self._report_refused(name, row, refused))
                     return
                 pods = result.bound
                 self.reporter.post(lambda: self._report_bound(row, pods, source, resize, stamp))
@@ -245,6 +247,19 @@ class Controller(ControlLoop):
             return done
 
         return for_job
+
+    def _report_refused(self, job: str, row: JobOutcome, refused: dict[str, str]) -> None:
+        """Binds the API server refused (the job is re-planned next cycle): logged and sent as
+        an Event, so a gang kept short of its plan by a webhook or a quota says why."""
+        shown = "; ".join(f"{pod}: {why}" for pod, why in sorted(refused.items())[:3])
+        more = f" (and {len(refused) - 3} more)" if len(refused) > 3 else ""
+        message = (
+            f"Binding rejected for {len(refused)} of {row.planned - row.current} pod(s): "
+            f"{shown}{more}; re-planned next cycle"
+        )
+        log.warning("job %s: %s", job, message)
+        ref = self.status.group_ref(job) or self.status.pod_ref(min(refused))
+        self.status.event(ref, "FailedScheduling", message, warning=True)
 
     def _report_bound(
         self, row: JobOutcome, pods: list[str], source: str, resize: bool, stamp: str
@@ -351,6 +366,13 @@ def _without(plan: Plan, jobs: set[str]) -> Plan:
         jobs=plan.jobs,
         notes=plan.notes,
     )
+
+
+def _refused(result: GangResult) -> dict[str, str]:
+    """The failed binds the API server refused, not those this scheduler dropped itself (a
+    re-planned job, leadership lost)."""
+    mine = ("cancelled:", "abandoned:", "fenced")
+    return {pod: why for pod, why in result.failed.items() if not why.startswith(mine)}
 
 
 def _keep_waiting(plan: Plan, snap: ClusterSnapshot, young: set[str]) -> Plan:

@@ -51,6 +51,7 @@ WATCHED: tuple[Resource, ...] = (
         "ElasticQuotaTree", "scheduling.sigs.k8s.io/v1beta1", "elasticquotatrees", optional=True
     ),
     PYTORCH_JOBS,
+    Resource("PodDisruptionBudget", "policy/v1", "poddisruptionbudgets"),
     Resource("Topology", "kueue.x-k8s.io/v1beta2", "topologies", optional=True),
 )
 

@@ -213,6 +213,11 @@ def _job_rules(
         bad.append(f"job {name}: evicts {gone}, not its highest-index pods")
     until = job.cooldown_until()
     regular = before in allowed
+    if regular and job.disruptions is not None and len(gone) > job.disruptions:
+        bad.append(
+            f"job {name}: evicts {len(gone)} running pods, its PodDisruptionBudgets allow "
+            f"{job.disruptions}"
+        )
     if until is not None and now < until and regular and after > before:
         bad.append(f"job {name}: scales out {before} -> {after} during its cooldown")
     if not regular or after >= before:

@@ -1,5 +1,5 @@
 """The controller's guarantees against a real API server: preemption, restarts, leader failover,
-bad config, PodDisruptionBudgets, watch expiry."""
+bad config, watch expiry (PodDisruptionBudgets: test_budgets.py)."""
 
 from __future__ import annotations
 
@@ -101,6 +101,14 @@ def test_partial_gang_is_rolled_back_after_its_timeout(
 
     wait_for("the RolledBack event", lambda: bool(rolled_back()), timeout=10)
     assert rolled_back()[0]["type"] == "Warning"
+    refused = wait_for(  # the binds' failure says why
+        "the FailedScheduling event",
+        lambda: [e for e in kube.events("default", "g") if e["reason"] == "FailedScheduling"],
+        timeout=10,
+    )
+    assert refused[0]["type"] == "Warning"
+    assert "Binding rejected for 2 of 2 pod(s)" in refused[0]["message"]
+    assert "API server refuses the bind" in refused[0]["message"]
 
 
 def test_leader_failover(kube: Kube, start_controller: Callable[..., Controller]) -> None:
@@ -184,179 +192,6 @@ def test_a_replica_that_takes_over_reports_the_bad_config_it_read_as_a_standby(
         ],
     )
     assert "weights.elastic" in events[0]["message"]
-
-
-def test_pdb_refusal_is_retried_not_treated_as_done(
-    kube: Kube, start_controller: Callable[..., Controller]
-) -> None:
-    kube.create(m.node("n1", gpus=4))
-    _running_gang(kube, "low", 4, "n1")
-    for i in range(4):
-        kube.patch(POD, f"low-worker-{i}", {"metadata": {"labels": {"app": "low"}}})
-    pdb = {
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": {"name": "low", "namespace": "default"},
-        "spec": {"minAvailable": 4, "selector": {"matchLabels": {"app": "low"}}},
-    }
-    created = kube.create(pdb)
-    kube.create_all(m.gang("high", 4, priority_class="high"))
-    controller = start_controller()
-    wait_for("blocked evictions", lambda: controller.metrics.evictions_blocked._value.get() >= 2)
-    assert kube.bound("default", "low-") == 4 and kube.bound("default", "high-") == 0
-    status = {
-        "status": {
-            "observedGeneration": created["metadata"]["generation"],
-            "disruptionsAllowed": 4,
-            "currentHealthy": 4,
-            "desiredHealthy": 0,
-            "expectedPods": 4,
-        }
-    }
-    kube.api.request(
-        "PATCH",
-        "/apis/policy/v1/namespaces/default/poddisruptionbudgets/low/status",
-        body=status,
-        content_type="application/merge-patch+json",
-    )
-    wait_for("high bound after the PDB allows it", lambda: kube.bound("default", "high-") == 4)
-
-
-def _budget(kube: Kube, name: str, spec: dict[str, Any], allowed: int) -> None:
-    """A PodDisruptionBudget with the status the disruption controller would give it."""
-    created = kube.create(
-        {
-            "apiVersion": "policy/v1",
-            "kind": "PodDisruptionBudget",
-            "metadata": {"name": name, "namespace": "default"},
-            "spec": spec,
-        }
-    )
-    status = {
-        "observedGeneration": created["metadata"]["generation"],
-        "disruptionsAllowed": allowed,
-        "currentHealthy": 4,
-        "desiredHealthy": 4 - allowed,
-        "expectedPods": 4,
-    }
-    kube.api.request(
-        "PATCH",
-        f"/apis/policy/v1/namespaces/default/poddisruptionbudgets/{name}/status",
-        body={"status": status},
-        content_type="application/merge-patch+json",
-    )
-
-
-def _high_preempts_low_in_vain(
-    kube: Kube, start_controller: Callable[..., Controller]
-) -> list[str]:
-    """high (priority high, 4 pods) arrives; the eviction of low is refused, twice, and low keeps
-    all its pods. The EvictionBlocked Events' messages."""
-    kube.create_all(m.gang("high", 4, priority_class="high"))
-    controller = start_controller()
-    wait_for("blocked evictions", lambda: controller.metrics.evictions_blocked._value.get() >= 2)
-    assert kube.bound("default", "low-") == 4 and kube.bound("default", "high-") == 0
-    return wait_for(
-        "the reason",
-        lambda: [
-            e["message"] for e in kube.events("default", "low") if e["reason"] == "EvictionBlocked"
-        ],
-    )
-
-
-def test_a_budget_that_allows_part_of_a_job_keeps_all_of_it(
-    kube: Kube, start_controller: Callable[..., Controller]
-) -> None:
-    """maxUnavailable 1 over a 4-pod gang: every dry run passes (a dry run charges nothing), so
-    the job went pod by pod until the budget ran out, one pod evicted and three refused, and the
-    preempting gang never started. The whole job stays until the budget allows all four."""
-    kube.create(m.node("n1", gpus=4))
-    _running_gang(kube, "low", 4, "n1")
-    for i in range(4):
-        kube.patch(POD, f"low-worker-{i}", {"metadata": {"labels": {"app": "low"}}})
-    _budget(kube, "low", {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "low"}}}, 1)
-    reasons = _high_preempts_low_in_vain(kube, start_controller)
-    assert "PodDisruptionBudget default/low allows 1 disruption(s)" in reasons[0]
-    assert "takes 4 of its pods at once" in reasons[0]
-    kube.api.request(
-        "PATCH",
-        "/apis/policy/v1/namespaces/default/poddisruptionbudgets/low/status",
-        body={"status": {"disruptionsAllowed": 4}},
-        content_type="application/merge-patch+json",
-    )
-    wait_for("high bound once all four may go", lambda: kube.bound("default", "high-") == 4)
-    assert kube.bound("default", "low-") == 0
-
-
-@pytest.mark.parametrize("policy", ["AlwaysAllow", "IfHealthyBudget"])
-def test_running_pods_that_are_not_ready_go_as_the_budgets_policy_says(
-    kube: Kube, start_controller: Callable[..., Controller], policy: str
-) -> None:
-    """The API does not charge a running pod that is not Ready: AlwaysAllow evicts it, and
-    IfHealthyBudget while the budget has its desired healthy pods. The check charged them all
-    and refused the preemption for good."""
-    kube.create(m.node("n1", gpus=4))
-    priority_classes(kube)
-    kube.create_all(m.gang("low", 4, running_on=["n1"] * 4, priority_class="low"))
-    for i in range(4):
-        kube.api.request(
-            "PATCH",
-            f"/api/v1/namespaces/default/pods/low-worker-{i}/status",
-            body={
-                "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}]}
-            },
-            content_type="application/strategic-merge-patch+json",
-        )
-        kube.patch(POD, f"low-worker-{i}", {"metadata": {"labels": {"app": "low"}}})
-    desired = 4 if policy == "AlwaysAllow" else 2
-    spec = {
-        "minAvailable": desired,
-        "unhealthyPodEvictionPolicy": policy,
-        "selector": {"matchLabels": {"app": "low"}},
-    }
-    created = kube.create(
-        {
-            "apiVersion": "policy/v1",
-            "kind": "PodDisruptionBudget",
-            "metadata": {"name": "low", "namespace": "default"},
-            "spec": spec,
-        }
-    )
-    status = {
-        "observedGeneration": created["metadata"]["generation"],
-        "disruptionsAllowed": 0,
-        # IfHealthyBudget: healthy (as if two other pods it selects were Ready elsewhere)
-        "currentHealthy": 0 if policy == "AlwaysAllow" else 2,
-        "desiredHealthy": desired,
-        "expectedPods": 4,
-    }
-    kube.api.request(
-        "PATCH",
-        "/apis/policy/v1/namespaces/default/poddisruptionbudgets/low/status",
-        body={"status": status},
-        content_type="application/merge-patch+json",
-    )
-    kube.create_all(m.gang("high", 4, priority_class="high"))
-    start_controller()
-    wait_for("high bound", lambda: kube.bound("default", "high-") == 4)
-    assert kube.bound("default", "low-") == 0
-
-
-def test_a_pod_two_budgets_select_keeps_its_job_whole(
-    kube: Kube, start_controller: Callable[..., Controller]
-) -> None:
-    """The Eviction API refuses (500) a pod that two budgets select, even in a dry run that the
-    actuator took for a pass: three pods went, the fourth stayed for good."""
-    kube.create(m.node("n1", gpus=4))
-    _running_gang(kube, "low", 4, "n1")
-    for i in range(4):
-        labels = {"app": "low", **({"rank": "zero"} if i == 2 else {})}
-        kube.patch(POD, f"low-worker-{i}", {"metadata": {"labels": labels}})
-    _budget(kube, "low", {"maxUnavailable": 4, "selector": {"matchLabels": {"app": "low"}}}, 4)
-    selector = {"matchExpressions": [{"key": "rank", "operator": "In", "values": ["zero"]}]}
-    _budget(kube, "rank-zero", {"maxUnavailable": 1, "selector": selector}, 1)
-    reasons = _high_preempts_low_in_vain(kube, start_controller)
-    assert "default/low-worker-2 is selected by more than one PodDisruptionBudget" in reasons[0]
 
 
 def test_watch_410_relists(kube: Kube, admin_api: KubeApi) -> None:
@@ -492,31 +327,6 @@ def test_the_controller_keeps_its_search_history_between_cycles(
 
     wait_for("a search ruled out by an earlier cycle's", ruled_out)
     assert controller.search_history.failed
-
-
-def test_a_refused_eviction_leaves_the_jobs_queued_binds_alone(
-    kube: Kube, start_controller: Callable[..., Controller]
-) -> None:
-    """low is being bound at one bind a second, two of its pods running under a budget that
-    allows no disruption, when high arrives. Its queued binds were taken back before the budget
-    refused the eviction: low stayed at 2 of 4 pods bound for good."""
-    kube.create(m.node("n1", gpus=4))
-    priority_classes(kube)
-    objs = m.gang("low", 4, priority_class="low")
-    for o in objs:
-        if o["kind"] == "Pod":
-            o["metadata"].setdefault("labels", {})["app"] = "low"
-    kube.create_all(objs)
-    _budget(kube, "low", {"minAvailable": 4, "selector": {"matchLabels": {"app": "low"}}}, 0)
-    controller = start_controller(qps=1.0, burst=1)
-    wait_for("two bound", lambda: kube.bound("default", "low-") >= 2, timeout=30)
-    for p in kube.api.get("/api/v1/namespaces/default/pods")["items"]:
-        if p["spec"].get("nodeName"):
-            kube.set_running(f"default/{p['metadata']['name']}")
-    kube.create_all(m.gang("high", 4, priority_class="high"))
-    wait_for("blocked evictions", lambda: controller.metrics.evictions_blocked._value.get() >= 1)
-    wait_for("low bound whole", lambda: kube.bound("default", "low-") == 4, timeout=30)
-    assert kube.bound("default", "high-") == 0
 
 
 def test_a_gang_waits_for_its_pods_scheduling_gates(

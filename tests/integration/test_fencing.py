@@ -12,20 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from solver_sched.config.schema import SchedulerConfig
 from solver_sched.domain.plan import BindPod, EvictJob, Plan
 from solver_sched.io import manifests as m
-from solver_sched.io.kube_snapshot import snapshot_from_objects
 from solver_sched.kube.actuator import Actuator
 from solver_sched.kube.api import KubeApi, TransportError, load_client
 from solver_sched.kube.assume import Assumed
 from solver_sched.kube.controller import Controller, RunOptions
 from solver_sched.kube.leader import LeaderElector
 from solver_sched.kube.sandbox import ApiServer, Kube
-from solver_sched.kube.snapshotter import cluster_objects
-from solver_sched.kube.store import ObjectStore
 from tests.integration.conftest import BINARY, install_crds
-from tests.integration.kube import priority_classes, wait_for
+from tests.integration.kube import priority_classes, real_snapshot, wait_for
 
 pytestmark = pytest.mark.integration
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "default"}}
@@ -60,15 +56,7 @@ def test_a_stale_decision_never_lands_on_a_pod_recreated_under_its_name(
     kube.create(m.node("n1", gpus=8))
     objs = [o for o in m.gang("g", 2, running_on=["n1"]) if o["kind"] == "Pod"]
     kube.create_all(objs)  # g-worker-0 runs on n1, g-worker-1 waits
-    store = ObjectStore()
-    for kind, path in (("Node", "/api/v1/nodes"), ("Pod", "/api/v1/namespaces/default/pods")):
-        items = admin_api.get(path)["items"]
-        for obj in items:
-            obj.update(kind=kind, apiVersion="v1")
-        store.replace(f"{kind}.v1", items)
-    real = snapshot_from_objects(
-        cluster_objects(store), "solver-sched", SchedulerConfig().settings.cooldown
-    )
+    real = real_snapshot(admin_api)
     old = {name: p.uid for name, p in real.pods.items()}
     for obj in objs:  # their controller recreates both pods under the same names
         kube.delete(POD, obj["metadata"]["name"])

@@ -25,9 +25,10 @@ def _workload_gang(
     priority_class: str = "low",
     topology_key: str = "",
     gpus: int = 1,
+    policy: str = "gang",
 ) -> None:
     """What a workload controller makes: the Workload, a PodGroup from its template, the pods."""
-    gang = {"gang": {"minCount": pods}}
+    gang = {"gang": {"minCount": pods}} if policy == "gang" else {"basic": {}}
     constraints = (
         {"schedulingConstraints": {"topology": [{"key": topology_key}]}} if topology_key else {}
     )
@@ -136,3 +137,16 @@ def test_a_1_37_topology_constraint_keeps_the_gang_in_one_rack(
     )
     assert waiting["status"] == "False"
     assert "needs 16 GPUs in one rack" in waiting["message"], waiting["message"]
+
+
+def test_a_1_37_basic_policy_group_is_scheduled_pod_by_pod(
+    kube: Kube, start_controller: Callable[..., Controller]
+) -> None:
+    """schedulingPolicy basic, as the 1.37 API server stores it: the group is no gang, so three
+    pods on two free GPUs get two binds (a gang of three would get none)."""
+    priority_classes(kube)
+    kube.create(m.node("n1", gpus=2))
+    _workload_gang(kube, "loose", 3, policy="basic")
+    assert kube.get(GROUP, "loose-workers")["spec"]["schedulingPolicy"] == {"basic": {}}
+    start_controller()
+    wait_for("two of loose bound", lambda: kube.bound("default", "loose-") == 2)

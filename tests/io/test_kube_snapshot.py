@@ -353,6 +353,17 @@ def test_podgroup_apis_form_a_gang(api_version: str, label_api: str) -> None:
     assert s.errors == ()
 
 
+def test_basic_policy_podgroup_schedules_its_pods_one_by_one() -> None:
+    pg = _pg("scheduling.k8s.io/v1alpha2")
+    pg["spec"] = {"schedulingPolicy": {"basic": {}}}
+    s = snap(pg, _members("scheduling.k8s.io"))
+    assert set(s.jobs) == {f"ml/g-worker-{i}" for i in range(3)}
+    for name, job in s.jobs.items():
+        assert (job.min_pods, job.max_pods, job.pods) == (1, 1, (name,))
+        assert job.invalid is None and s.pods[name].job == name
+    assert s.errors == ()
+
+
 def test_old_scheduler_plugins_pod_label() -> None:
     pods = [pod(f"w-{i}", labels={"pod-group.scheduling.sigs.k8s.io": "g"}) for i in range(2)]
     pg = _pg("scheduling.sigs.k8s.io/v1alpha1", ns="default", min_member=2)
@@ -663,20 +674,33 @@ def test_kubeflow_job_without_podgroup_with_a_bad_annotation_is_invalid(
     assert "PyTorchJob default/pt" in job.invalid and field in job.invalid
 
 
-def test_kubeflow_label_without_podgroup_min_above_max_is_invalid() -> None:
-    s = snap(pytorchjob("pt", workers=4, lo=4, hi=2), kubeflow_pods("pt", 4, group=False))
+@pytest.mark.parametrize("group", [False, True], ids=["labels-only", "podgroup"])
+@pytest.mark.parametrize(
+    ("pj", "needle"),
+    [
+        pytest.param(
+            pytorchjob("pt", workers=3, master=1, lo=4, hi=2),
+            "maxReplicas 2 < minReplicas 4",
+            id="max-below-min",
+        ),
+        pytest.param(
+            pytorchjob("pt", workers=3, master=1, lo=4),
+            "minReplicas 4 > the 3 Worker replicas (maxReplicas unset)",
+            id="min-above-workers",
+        ),
+    ],
+)
+def test_pytorchjob_min_above_max_is_invalid_in_the_fields_own_numbers(
+    group: bool, pj: dict[str, Any], needle: str
+) -> None:
+    """The gang's min and max count the Master too (5 and 3 here); the error quotes the
+    elasticPolicy's numbers, which the user wrote."""
+    pods = kubeflow_pods("pt", 4, group=group)
+    s = snap(pj, *pods, *([pod_group("pt", min_member=4)] if group else []))
     job = s.jobs["default/pt"]
     assert job.invalid is not None
     assert "PyTorchJob default/pt" in job.invalid and "spec.elasticPolicy" in job.invalid
-
-
-def test_podgroup_with_pytorchjob_min_above_max_is_invalid() -> None:
-    objs = [
-        pytorchjob("pt", workers=4, lo=4, hi=2),
-        pod_group("pt", min_member=4),
-        *kubeflow_pods("pt", 4, group=True),
-    ]
-    assert snap(objs).jobs["default/pt"].invalid is not None
+    assert needle in job.invalid
 
 
 @pytest.mark.parametrize("group", [False, True], ids=["labels-only", "podgroup"])

@@ -6,6 +6,7 @@ import pytest
 
 from solver_sched.domain.plan import BindPod, EvictJob, Plan
 from solver_sched.domain.snapshot import ClusterSnapshot
+from solver_sched.io import manifests as m
 from solver_sched.planning.check import check
 from tests.support.builders import (
     NOW,
@@ -447,6 +448,34 @@ RULE_CASES: list[tuple[str, ClusterSnapshot, Plan, str]] = [
         ),
         "gang broken",
     ),
+    (
+        "a break its PodDisruptionBudget refuses",
+        snapshot(
+            node("a", gpus=4),
+            gang("low", 4, running_on=["a"] * 4, priority=0),
+            gang("hi", 4, priority=100),
+            m.pod_disruption_budget("pdb", {"scheduling.x-k8s.io/pod-group": "low"}, 3),
+        ),
+        Plan(
+            evictions=(evict("low", *[f"low-worker-{i}" for i in range(4)]),),
+            binds=gang_binds("hi", 4, "a"),
+        ),
+        "its PodDisruptionBudgets allow 3",
+    ),
+    (
+        "a scale-in past its PodDisruptionBudget",
+        snapshot(
+            node("a", gpus=8),
+            gang("el", 8, min_member=2, max_member=8, running_on=["a"] * 8),
+            gang("t", 4),
+            m.pod_disruption_budget("pdb", {"scheduling.x-k8s.io/pod-group": "el"}, 2),
+        ),
+        Plan(
+            evictions=(evict("el", *[f"el-worker-{i}" for i in range(4, 8)]),),
+            binds=gang_binds("t", 4, "a"),
+        ),
+        "evicts 4 running pods, its PodDisruptionBudgets allow 2",
+    ),
 ]
 
 
@@ -518,6 +547,19 @@ def test_preemption_by_priority_is_on_by_default() -> None:
     )
     assert check(snap, plan, NOW) == []
     assert check(snap, plan, NOW, priority_preemption=False) != []
+
+
+def test_a_scale_in_within_its_pod_disruption_budget_passes() -> None:
+    snap = snapshot(
+        node("a", gpus=8),
+        gang("el", 8, min_member=2, max_member=8, running_on=["a"] * 8),
+        gang("t", 2),
+        m.pod_disruption_budget("pdb", {"scheduling.x-k8s.io/pod-group": "el"}, 2),
+    )
+    plan = Plan(
+        evictions=(evict("el", "el-worker-6", "el-worker-7"),), binds=gang_binds("t", 2, "a")
+    )
+    assert check(snap, plan, NOW) == []
 
 
 def test_a_queue_s_floor_leaves_out_what_its_partial_gangs_hold() -> None:

@@ -1,9 +1,12 @@
 """Rules 5 and 6: priority preemption of whole gangs, elastic pods first, minimal job-level
 evictions, highest replica index first, never evicting for a job the plan does not place."""
 
+from typing import Any
+
 import pytest
 
 from solver_sched.formulation.rules import preemption
+from solver_sched.io import manifests as m
 from tests.support.builders import (
     config,
     gang,
@@ -16,6 +19,7 @@ from tests.support.builders import (
 from tests.support.rule_model import RuleModel, rule_model
 
 BACKENDS = ["cpsat", "milp", "greedy"]
+SP_LABEL = "scheduling.x-k8s.io/pod-group"
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -87,6 +91,50 @@ def test_elastic_surplus_is_taken_before_any_gang_is_broken(backend: str) -> Non
     (ev,) = result.plan.evictions
     assert ev.job == "default/el"
     assert ev.pods == tuple(f"default/el-worker-{i}" for i in range(4, 8))
+
+
+def _budget(group: str, allowed: int) -> dict[str, Any]:
+    return m.pod_disruption_budget(f"{group}-pdb", {SP_LABEL: group}, allowed)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_gang_its_budget_protects_is_not_the_victim(backend: str) -> None:
+    """Rule 6b: low0 is the cheaper victim, but its budget lets none of its pods go: the plan
+    breaks low5 instead (the Eviction API would refuse low0's pods, every cycle)."""
+    snap = snapshot(
+        node("a", gpus=4),
+        node("b", gpus=4),
+        gang("low0", 4, running_on=["a"] * 4, priority=0),
+        gang("low5", 4, running_on=["b"] * 4, priority=5),
+        gang("high", 4, priority=1000),
+        _budget("low0", 0),
+    )
+    result = plan(snap, backend)
+    after = workers_after(snap, result.plan)
+    assert after == {"default/low0": 4, "default/low5": 0, "default/high": 4}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_elastic_job_is_not_shrunk_past_its_budget(backend: str) -> None:
+    """el would give back its 4 elastic pods, but its budget lets only 2 go at once: the rigid
+    gang is broken instead; with nothing else to take, the high gang waits."""
+    el = gang("el", 8, min_member=4, max_member=8, size_policy="power-of-two", running_on=["a"] * 8)
+    snap = snapshot(
+        node("a", gpus=8),
+        node("b", gpus=4),
+        gang("rigid", 4, running_on=["b"] * 4, priority=0),
+        el,
+        gang("high", 4, priority=1000),
+        _budget("el", 2),
+    )
+    after = workers_after(snap, plan(snap, backend).plan)
+    assert after == {"default/rigid": 0, "default/el": 8, "default/high": 4}
+    snap = snapshot(node("a", gpus=8), el, gang("high", 4, priority=1000), _budget("el", 2))
+    result = plan(snap, backend)
+    assert result.plan.evictions == ()
+    assert workers_after(snap, result.plan) == {"default/el": 8, "default/high": 0}
+    snap = snapshot(node("a", gpus=8), el, gang("high", 4, priority=1000), _budget("el", 4))
+    assert workers_after(snap, plan(snap, backend).plan) == {"default/el": 4, "default/high": 4}
 
 
 @pytest.mark.parametrize("backend", ["cpsat", "milp"])

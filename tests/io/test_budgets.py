@@ -1,0 +1,96 @@
+"""PodDisruptionBudgets -> Job.disruptions: how many running pods the Eviction API lets a job
+lose at once, whichever pods a scale-in takes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from solver_sched.io import manifests as m
+from solver_sched.io.kube_snapshot import snapshot_from_objects
+
+GROUP = {"scheduling.x-k8s.io/pod-group": "g"}
+
+
+def _job(*budgets: dict[str, Any], ready: int = 0, pending: int = 0) -> int | None:
+    """Disruptions of gang g: 4 running pods (the first ``ready`` of them Ready) and
+    ``pending`` more not yet bound."""
+    objs = [m.node("n1"), *m.gang("g", 4 + pending, running_on=["n1"] * 4)]
+    for p in objs[2 : 2 + ready]:
+        p["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+    snap = snapshot_from_objects([*objs, *budgets])
+    assert not snap.errors, snap.errors
+    return snap.jobs["default/g"].disruptions
+
+
+def test_no_budget_limits_nothing() -> None:
+    assert _job() is None
+
+
+def test_a_budget_that_lets_all_go_limits_nothing() -> None:
+    assert _job(m.pod_disruption_budget("pdb", GROUP, 4)) is None
+
+
+def test_a_budget_charging_more_than_it_allows_limits_the_job_to_what_it_allows() -> None:
+    assert _job(m.pod_disruption_budget("pdb", GROUP, 1)) == 1
+    assert _job(m.pod_disruption_budget("pdb", GROUP, 0)) == 0
+
+
+def test_a_pod_two_budgets_select_cannot_be_evicted_at_all() -> None:
+    every = m.pod_disruption_budget("b", {}, 4)
+    every["spec"]["selector"] = {"matchExpressions": [{"key": "x", "operator": "DoesNotExist"}]}
+    assert _job(every) is None
+    assert _job(m.pod_disruption_budget("a", GROUP, 4), every) == 0
+
+
+def test_a_budget_of_another_namespace_or_selecting_other_pods_is_ignored() -> None:
+    assert _job(m.pod_disruption_budget("pdb", GROUP, 0, namespace="other")) is None
+    assert _job(m.pod_disruption_budget("pdb", {"app": "web"}, 0)) is None
+    unselecting = m.pod_disruption_budget("pdb", GROUP, 0)
+    unselecting["spec"]["selector"] = None  # policy/v1: null selects no pod
+    assert _job(unselecting) is None
+
+
+def test_a_budget_whose_status_lags_its_spec_lets_nothing_go() -> None:
+    assert _job(m.pod_disruption_budget("pdb", GROUP, 4, observed_generation=0)) == 0
+
+
+@pytest.mark.parametrize(
+    ("policy", "current", "desired", "ready", "want"),
+    [
+        pytest.param("AlwaysAllow", 0, 3, 0, None, id="always-allow-unready-free"),
+        pytest.param("AlwaysAllow", 2, 3, 2, 1, id="always-allow-ready-charged"),
+        pytest.param(None, 3, 3, 0, None, id="if-healthy-budget-met"),
+        pytest.param(None, 2, 3, 0, 1, id="if-healthy-budget-short"),
+        pytest.param(None, 0, 0, 0, 1, id="nothing-desired-charges-all"),
+    ],
+)
+def test_unready_pods_are_charged_as_the_eviction_api_charges_them(
+    policy: str | None, current: int, desired: int, ready: int, want: int | None
+) -> None:
+    pdb = m.pod_disruption_budget(
+        "pdb",
+        GROUP,
+        1,
+        current_healthy=current,
+        desired_healthy=desired,
+        unhealthy_policy=policy,
+    )
+    assert _job(pdb, ready=ready) == want
+
+
+def test_pods_not_yet_bound_are_not_counted() -> None:
+    assert _job(m.pod_disruption_budget("pdb", GROUP, 4), pending=4) is None
+
+
+def test_a_malformed_budget_is_reported_and_left_out() -> None:
+    bad = m.pod_disruption_budget("pdb", GROUP, 0)
+    bad["status"]["disruptionsAllowed"] = "none"
+    objs = [m.node("n1"), *m.gang("g", 4, running_on=["n1"] * 4), bad]
+    snap = snapshot_from_objects(objs)
+    assert snap.jobs["default/g"].disruptions is None
+    assert any(
+        e.obj == "PodDisruptionBudget default/pdb" and "disruptionsAllowed" in e.field
+        for e in snap.errors
+    ), snap.errors
