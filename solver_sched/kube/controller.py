@@ -199,11 +199,18 @@ class Controller(ControlLoop):
         self.metrics.rollbacks.inc()
         done = self.actuator.evict_pods(job, pods, "gang incomplete: rolled back")
         outcome.evicted += done.evicted
+        outcome.cancelled += done.cancelled
+        outcome.fenced = outcome.fenced or done.fenced
         seconds = snap.jobs[job].schedule_timeout.total_seconds()
+        gone = len(done.evicted) + len(done.cancelled)
         message = (
-            f"gang still partial after {seconds:.0f}s: "
-            f"{len(pods)} bound pods evicted, retried later"
+            f"gang still partial after {seconds:.0f}s: {gone} of {len(pods)} bound pods evicted"
         )
+        if job in done.evict_blocked:  # reported as EvictionBlocked by the cycle
+            outcome.evict_blocked[job] = done.evict_blocked[job]
+            message += f" ({done.evict_blocked[job]}), the rest retried next cycle"
+        else:
+            message += ", retried later"
 
         def event() -> None:
             ref = self.status.group_ref(job) or self.status.pod_ref(pods[0])

@@ -232,3 +232,33 @@ def test_a_refused_eviction_leaves_the_jobs_queued_binds_alone(
     finally:
         actuator.close()
     assert kube.bound("default", "low-") == 4
+
+
+def test_a_rollback_a_budget_refuses_says_so(
+    kube: Kube, start_controller: Callable[..., Controller]
+) -> None:
+    """A partial gang past its timeout whose budget lets none of its pods go: the rollback is
+    refused, and its RolledBack Event said the bound pods were evicted."""
+    kube.create(m.node("n1", gpus=8))
+    priority_classes(kube)
+    objs = m.gang("g", 4, running_on=["n1", "n1"], priority_class="low")
+    objs[0]["spec"]["scheduleTimeoutSeconds"] = 2
+    for o in objs[1:]:
+        o["metadata"]["labels"]["app"] = "g"
+    kube.create_all(objs)
+    for i in range(2):
+        kube.set_running(f"default/g-worker-{i}")
+    _budget(kube, "g", {"minAvailable": 2, "selector": {"matchLabels": {"app": "g"}}}, 0, 2)
+
+    def fault(action: str) -> None:
+        if action.startswith("bind default/g-"):
+            raise RuntimeError("API server refuses the bind")
+
+    start_controller(fault=fault)
+    rolled_back = wait_for(
+        "the RolledBack event",
+        lambda: [e["message"] for e in kube.events("default", "g") if e["reason"] == "RolledBack"],
+    )
+    assert "0 of 2 bound pods evicted" in rolled_back[0], rolled_back
+    assert "PodDisruptionBudget default/g allows 0 disruption(s)" in rolled_back[0]
+    assert kube.bound("default", "g-") == 2

@@ -13,12 +13,19 @@ from solver_sched.io.kube_snapshot import snapshot_from_objects
 GROUP = {"scheduling.x-k8s.io/pod-group": "g"}
 
 
-def _job(*budgets: dict[str, Any], ready: int = 0, pending: int = 0) -> int | None:
-    """Disruptions of gang g: 4 running pods (the first ``ready`` of them Ready) and
-    ``pending`` more not yet bound."""
+def _job(
+    *budgets: dict[str, Any], ready: int = 0, pending: int = 0, terminating: int = 0
+) -> int | None:
+    """Disruptions of gang g: 4 running pods (the first ``ready`` of them Ready, the last
+    ``terminating`` of them terminating) and ``pending`` more not yet bound. Pod i has the label
+    ``half: a`` (i < 2) or ``half: b``."""
     objs = [m.node("n1"), *m.gang("g", 4 + pending, running_on=["n1"] * 4)]
-    for p in objs[2 : 2 + ready]:
-        p["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+    for i, p in enumerate(objs[2:]):
+        p["metadata"]["labels"]["half"] = "a" if i < 2 else "b"
+        if i < ready:
+            p["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+        if 4 - terminating <= i < 4:
+            p["metadata"]["deletionTimestamp"] = "2026-01-01T11:59:00Z"
     snap = snapshot_from_objects([*objs, *budgets])
     assert not snap.errors, snap.errors
     return snap.jobs["default/g"].disruptions
@@ -94,3 +101,27 @@ def test_a_malformed_budget_is_reported_and_left_out() -> None:
         e.obj == "PodDisruptionBudget default/pdb" and "disruptionsAllowed" in e.field
         for e in snap.errors
     ), snap.errors
+
+
+def test_the_tightest_of_budgets_over_different_pods_limits() -> None:
+    a = m.pod_disruption_budget("a", {"half": "a"}, 1)
+    b = m.pod_disruption_budget("b", {"half": "b"}, 0)
+    assert _job(a) == 1 and _job(b) == 0
+    assert _job(a, b) == 0 and _job(b, a) == 0
+
+
+def test_terminating_pods_are_not_counted() -> None:
+    """They hold their node but are no longer members: the API has nothing left to charge."""
+    assert _job(m.pod_disruption_budget("pdb", GROUP, 2), terminating=2) is None
+    assert _job(m.pod_disruption_budget("pdb", GROUP, 1), terminating=2) == 1
+
+
+def test_a_budget_without_a_namespace_is_of_the_default_namespace() -> None:
+    pdb = m.pod_disruption_budget("pdb", GROUP, 0)
+    del pdb["metadata"]["namespace"]
+    assert _job(pdb) == 0
+
+
+def test_a_budget_that_wants_one_healthy_pod_and_has_it_lets_unready_pods_go() -> None:
+    pdb = m.pod_disruption_budget("pdb", GROUP, 0, current_healthy=1, desired_healthy=1)
+    assert _job(pdb) is None

@@ -1,6 +1,7 @@
 """Rules 5 and 6: priority preemption of whole gangs, elastic pods first, minimal job-level
 evictions, highest replica index first, never evicting for a job the plan does not place."""
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -10,6 +11,7 @@ from solver_sched.io import manifests as m
 from tests.support.builders import (
     config,
     gang,
+    hi_breaks_low,
     leaf_queues,
     node,
     plan,
@@ -133,8 +135,40 @@ def test_an_elastic_job_is_not_shrunk_past_its_budget(backend: str) -> None:
     result = plan(snap, backend)
     assert result.plan.evictions == ()
     assert workers_after(snap, result.plan) == {"default/el": 8, "default/high": 0}
+    row = next(j for j in result.plan.jobs if j.name == "default/high")
+    assert row.reason.endswith(
+        "; PodDisruptionBudgets keep lower-priority gangs of its queue whole: default/el"
+    ), row.reason
     snap = snapshot(node("a", gpus=8), el, gang("high", 4, priority=1000), _budget("el", 4))
     assert workers_after(snap, plan(snap, backend).plan) == {"default/el": 4, "default/high": 4}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_job_whose_budgets_let_all_its_pods_go_may_be_broken(backend: str) -> None:
+    """The loader leaves such a job without a limit; a limit equal to its size (a snapshot
+    made elsewhere) must not protect it either."""
+    snap = hi_breaks_low()
+    low = snap.jobs["default/low"]
+    running = len(snap.running_pods(low))
+    snap = replace(snap, jobs={**snap.jobs, low.name: replace(low, disruptions=running)})
+    assert workers_after(snap, plan(snap, backend).plan)["default/low"] == 0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_preemptor_kept_waiting_by_a_budget_says_which(backend: str) -> None:
+    snap = snapshot(
+        node("a", gpus=4),
+        gang("low", 2, running_on=["a"] * 2, priority=0),
+        gang("high", 4, priority=1000),
+        _budget("low", 1),
+    )
+    result = plan(snap, backend)
+    assert result.plan.evictions == ()
+    row = next(j for j in result.plan.jobs if j.name == "default/high")
+    assert row.reason == (
+        "needs 4 x nvidia.com/gpu=1 at once; 2 GPUs free on schedulable nodes, before and after "
+        "this plan; PodDisruptionBudgets keep lower-priority gangs of its queue whole: default/low"
+    )
 
 
 @pytest.mark.parametrize("backend", ["cpsat", "milp"])
