@@ -72,13 +72,13 @@ def job_states(
                 f"{job.source or 'job ' + name}: needs at least {job.min_pods} pods, "
                 f"{len(job.pods)} exist"
             )
-        elif reachable < job.min_pods and (why := _out_of_reach(snapshot, job)):
+        elif reachable < job.min_pods and (why := out_of_reach(snapshot, job)):
             reasons[name] = f"{why}: {reachable} of the {job.min_pods} it needs may be scheduled"
         out[name] = JobState(job, running, waiting, sizes, locked, allowed)
     return out
 
 
-def _out_of_reach(snapshot: ClusterSnapshot, job: Job) -> str:
+def out_of_reach(snapshot: ClusterSnapshot, job: Job) -> str:
     """Why some of a job's pending pods are not this scheduler's to bind (they keep a gang
     that needs them waiting): scheduling gates, another schedulerName."""
     pending = [p for n in job.pods if (p := snapshot.pods[n]).waiting]

@@ -13,6 +13,7 @@ from solver_sched.domain.cluster import Job, Pod
 from solver_sched.domain.quota import MAX_JOBS
 from solver_sched.domain.topology import Mode, short
 from solver_sched.formulation.classes import no_node_reason, protected_note
+from solver_sched.formulation.jobs import out_of_reach
 from solver_sched.formulation.problem import JobModel
 from solver_sched.formulation.sizes import change_to
 from solver_sched.placement.state import PlanState
@@ -73,6 +74,8 @@ def explain(
             return "no allowed size can run"
         if planned < reachable and planned == max(job.allowed_sizes(), default=0):
             return beyond_largest_size(planned, len(job.pods), job.allowed_sizes())
+        if planned < reachable and (why := out_of_reach(st.snapshot, job)):
+            return f"{why}: no scale-out past {planned} until they may be scheduled"
         return ""
     target = min(o.size for o in jm.options if o.size > planned)
     j = st.index[jm.name]

@@ -214,8 +214,13 @@ def test_an_elastic_job_runs_at_an_allowed_size_without_its_gated_pods(backend: 
     at 3 with a failed bind every cycle)."""
     objs = _gated(gang("e", 4, min_member=2, max_member=4, size_policy="power-of-two"), 1)
     snap = snapshot(node("a", gpus=8), objs)
-    binds = plan(snap, backend).plan.binds
-    assert sorted(b.pod for b in binds) == ["default/e-worker-0", "default/e-worker-2"]
+    result = plan(snap, backend)
+    assert sorted(b.pod for b in result.plan.binds) == ["default/e-worker-0", "default/e-worker-2"]
+    (row,) = result.plan.jobs
+    assert row.reason == (  # it said nothing, and ran at 2 of its 4 pods for no stated reason
+        "1 of its pods wait behind scheduling gates (kueue.x-k8s.io/admission): "
+        "no scale-out past 2 until they may be scheduled"
+    )
 
 
 def test_a_gang_with_a_pod_of_another_scheduler_says_so() -> None:
