@@ -43,7 +43,7 @@ def with_disruptions(
         running = [
             p
             for n in job.pods
-            if (p := pods[n]).phase is PodPhase.RUNNING and not p.terminating and p.bound
+            if (p := pods[n]).phase is PodPhase.RUNNING and not p.terminating  # as the actuator
         ]
         limit = _limit(budgets.get(job.namespace, ()), running, pod_labels)
         if limit is not None:

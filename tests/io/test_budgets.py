@@ -125,3 +125,34 @@ def test_a_budget_without_a_namespace_is_of_the_default_namespace() -> None:
 def test_a_budget_that_wants_one_healthy_pod_and_has_it_lets_unready_pods_go() -> None:
     pdb = m.pod_disruption_budget("pdb", GROUP, 0, current_healthy=1, desired_healthy=1)
     assert _job(pdb) is None
+
+
+def test_a_budget_that_selects_none_of_the_job_does_not_hide_the_next_one() -> None:
+    unselecting = m.pod_disruption_budget("a", GROUP, 0)
+    unselecting["spec"]["selector"] = None
+    protecting = m.pod_disruption_budget("c", GROUP, 1)
+    assert _job(unselecting, protecting) == 1
+    assert _job(m.pod_disruption_budget("b", {"app": "web"}, 0), protecting) == 1
+
+
+def test_pods_without_labels_are_selected_by_what_selects_no_label() -> None:
+    pdb = m.pod_disruption_budget("pdb", {}, 1)
+    pdb["spec"]["selector"] = {"matchExpressions": [{"key": "app", "operator": "DoesNotExist"}]}
+    objs = [m.node("n1"), *m.gang("g", 4, running_on=["n1"] * 4), pdb]
+    for o in objs:
+        if o["kind"] == "Pod":
+            del o["metadata"]["labels"]
+            o["metadata"]["annotations"] = {"scheduling.k8s.io/group-name": "g"}
+    objs[1]["apiVersion"] = "scheduling.volcano.sh/v1beta1"
+    snap = snapshot_from_objects(objs)
+    assert not snap.errors, snap.errors
+    assert snap.jobs["default/g"].disruptions == 1
+
+
+def test_bound_pods_not_yet_running_are_not_charged() -> None:
+    """The API evicts a pod that is not Running whatever the budgets say (as the actuator)."""
+    objs = [m.node("n1"), *m.gang("g", 4, running_on=["n1"] * 4)]
+    for o in objs[4:]:
+        o["status"]["phase"] = "Pending"
+    snap = snapshot_from_objects([*objs, m.pod_disruption_budget("pdb", GROUP, 2)])
+    assert snap.jobs["default/g"].disruptions is None
