@@ -30,7 +30,13 @@ def with_disruptions(
     jobs: dict[str, Job],
 ) -> dict[str, Job]:
     """``jobs`` with the disruptions their budgets allow; ``pod_labels``: by pod name. A budget
-    that fails validation is reported and left out (the live check still reads it)."""
+    that fails validation is reported and left out (the live check still reads it).
+
+    A budget over several jobs is shared: its ``disruptionsAllowed`` goes to them in turn,
+    lowest priority first (the likeliest victims), each taking what the API would charge for
+    all of it while that fits, and what is left otherwise. So no plan evicts more under one
+    budget than it allows: the API would refuse the job evicted last, after the first had gone
+    for nothing."""
     budgets: dict[str, list[PodDisruptionBudgetObj]] = defaultdict(list)
     for raw in raws:
         pdb = parse_or_why(b, PodDisruptionBudgetObj, raw)
@@ -38,45 +44,57 @@ def with_disruptions(
             budgets[pdb.metadata.namespace or "default"].append(pdb)
     if not budgets:
         return jobs
-    out = dict(jobs)
-    for name, job in jobs.items():
-        running = [
-            p
-            for n in job.pods
-            if (p := pods[n]).phase is PodPhase.RUNNING and not p.terminating  # as the actuator
-        ]
-        limit = _limit(budgets.get(job.namespace, ()), running, pod_labels)
-        if limit is not None:
-            out[name] = replace(job, disruptions=limit)
-    return out
+    # namespace -> (job, pod) of the running pods the API charges, lowest priority first
+    running: dict[str, list[tuple[str, Pod]]] = defaultdict(list)
+    for job in sorted(jobs.values(), key=lambda j: (j.priority, j.name)):
+        if job.namespace in budgets:
+            running[job.namespace] += [
+                (job.name, p)
+                for n in job.pods
+                if (p := pods[n]).phase is PodPhase.RUNNING and not p.terminating  # as the actuator
+            ]
+    job_of = {p.name: name for pairs in running.values() for name, p in pairs}
+    limits: dict[str, int] = {}
+    for ns, pdbs in budgets.items():
+        selected: dict[str, int] = defaultdict(int)
+        for pdb in pdbs:
+            for name, limit in _shares(pdb, running[ns], pod_labels, selected).items():
+                limits[name] = min(limit, limits.get(name, limit))
+        for pod_name, n in selected.items():
+            if n > 1:  # the API refuses to evict a pod two budgets select
+                limits[job_of[pod_name]] = 0
+    return {
+        name: replace(job, disruptions=limits[name]) if name in limits else job
+        for name, job in jobs.items()
+    }
 
 
-def _limit(
-    budgets: list[PodDisruptionBudgetObj] | tuple[()],
-    running: list[Pod],
+def _shares(
+    pdb: PodDisruptionBudgetObj,
+    running: list[tuple[str, Pod]],
     pod_labels: Mapping[str, Mapping[str, str]],
-) -> int | None:
-    limit: int | None = None
-    selected = dict.fromkeys((p.name for p in running), 0)
-    for pdb in budgets:
-        selector, status = pdb.spec.selector, pdb.status
-        if selector is None:
-            continue
-        covered = [p for p in running if selector.matches(pod_labels.get(p.name, {}))]
-        if not covered:
-            continue
-        for p in covered:
-            selected[p.name] += 1
-        if status.observed_generation < pdb.metadata.generation:
-            return 0
-        desired = status.desired_healthy
-        free = pdb.spec.unhealthy_pod_eviction_policy == "AlwaysAllow" or (
-            status.current_healthy >= desired > 0
-        )
-        charged = sum(1 for p in covered if p.ready or not free)
-        if charged > status.disruptions_allowed:
-            allowed = status.disruptions_allowed
-            limit = allowed if limit is None else min(limit, allowed)
-    if any(n > 1 for n in selected.values()):
-        return 0
-    return limit
+    selected: dict[str, int],
+) -> dict[str, int]:
+    """Job -> the running pods it may lose under this budget, for the jobs it limits."""
+    selector, status = pdb.spec.selector, pdb.status
+    if selector is None:
+        return {}
+    covered = [(j, p) for j, p in running if selector.matches(pod_labels.get(p.name, {}))]
+    for _, p in covered:
+        selected[p.name] += 1
+    if status.observed_generation < pdb.metadata.generation:  # the API refuses them all
+        return {j: 0 for j, _ in covered}
+    desired = status.desired_healthy
+    free = pdb.spec.unhealthy_pod_eviction_policy == "AlwaysAllow" or (
+        status.current_healthy >= desired > 0
+    )
+    charged: dict[str, int] = {}  # by job, lowest priority first (``running``'s order)
+    for j, p in covered:
+        charged[j] = charged.get(j, 0) + (1 if p.ready or not free else 0)
+    left, out = status.disruptions_allowed, {}
+    for job, n in charged.items():
+        if n <= left:
+            left -= n
+        else:
+            out[job], left = left, 0
+    return out

@@ -155,6 +155,26 @@ def test_a_job_whose_budgets_let_all_its_pods_go_may_be_broken(backend: str) -> 
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(("high", "broken"), [(8, set()), (4, {"default/a"})])
+def test_a_budget_over_two_gangs_lets_them_go_together_only_as_far_as_it_allows(
+    backend: str, high: int, broken: set[str]
+) -> None:
+    """a and b (4 pods each) share one budget that allows 4 disruptions: high (8 GPUs) needs
+    both broken and gets nothing (the API would refuse the second after the first had gone);
+    high of 4 breaks a, the lower priority."""
+    objs: list[dict[str, Any]] = [node("n", gpus=8), *gang("high", high, priority=1000)]
+    for name, prio in (("a", 0), ("b", 5)):
+        group = gang(name, 4, running_on=["n"] * 4, priority=prio)
+        for o in group[1:]:
+            o["metadata"]["labels"]["app"] = "train"
+        objs += group
+    snap = snapshot(*objs, m.pod_disruption_budget("all", {"app": "train"}, 4))
+    after = workers_after(snap, plan(snap, backend).plan)
+    assert {j for j in ("default/a", "default/b") if after[j] == 0} == broken
+    assert after["default/high"] == (high if broken else 0)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_a_preemptor_kept_waiting_by_a_budget_says_which(backend: str) -> None:
     snap = snapshot(
         node("a", gpus=4),
