@@ -68,6 +68,7 @@ def test_models_present() -> None:
         "cooldown",
         "quota-max-jobs",
         "topology-rack",
+        "budget-protects-victim",
     }
 
 
@@ -150,6 +151,13 @@ SEEDS = [
         {"default/train-16": 2, "default/train-24": 0, "default/eval-4": 1},
         {"default/train-24": "needs 24 GPUs in one rack: largest free rack has 8"},
         id="topology-rack",
+    ),
+    pytest.param(
+        "budget-protects-victim",
+        NOW,
+        {"default/big": 0, "default/small": 2, "default/high": 4},
+        {"default/big": "preempted by default/high"},
+        id="budget-protects-victim",
     ),
 ]
 
