@@ -57,9 +57,12 @@ def pytorch_range(pj: PyTorchJobObj | None, pods: int) -> tuple[int, int, str]:
         r.replicas for t, r in pj.spec.pytorch_replica_specs.items() if t.lower() == "worker"
     )
     ep = pj.spec.elastic_policy
+    # the training-operator's defaults: a bound left unset is the other one
     if ep and ep.min_replicas is not None:
-        hi = ep.max_replicas if ep.max_replicas is not None else workers
+        hi = ep.max_replicas if ep.max_replicas is not None else ep.min_replicas
         return others + ep.min_replicas, others + hi, src
+    if ep and ep.max_replicas is not None:
+        return others + ep.max_replicas, others + ep.max_replicas, src
     return others + workers, others + workers, src
 
 
@@ -80,17 +83,9 @@ def inverted_range(b: LoadContext, pj: PyTorchJobObj, src: str) -> str | None:
     """The error for an elasticPolicy whose max is below its min, in the fields' own numbers
     (the gang's min and max also count the non-Worker replicas)."""
     ep = pj.spec.elastic_policy
-    if ep is None or ep.min_replicas is None:
+    if ep is None or ep.min_replicas is None or ep.max_replicas is None:
+        return None  # a bound left unset is the other one (the operator's default)
+    if ep.max_replicas >= ep.min_replicas:
         return None
-    if ep.max_replicas is not None:
-        if ep.max_replicas >= ep.min_replicas:
-            return None
-        why = f"maxReplicas {ep.max_replicas} < minReplicas {ep.min_replicas}"
-        return b.error(src, "spec.elasticPolicy", why)
-    workers = sum(
-        r.replicas for t, r in pj.spec.pytorch_replica_specs.items() if t.lower() == "worker"
-    )
-    if workers >= ep.min_replicas:
-        return None
-    why = f"minReplicas {ep.min_replicas} > the {workers} Worker replicas (maxReplicas unset)"
+    why = f"maxReplicas {ep.max_replicas} < minReplicas {ep.min_replicas}"
     return b.error(src, "spec.elasticPolicy", why)

@@ -377,8 +377,9 @@ def _without(plan: Plan, jobs: set[str]) -> Plan:
 
 def _refused(result: GangResult) -> dict[str, str]:
     """The failed binds the API server refused, not those this scheduler dropped itself (a
-    re-planned job, leadership lost)."""
-    mine = ("cancelled:", "abandoned:", "fenced")
+    re-planned job, leadership lost) nor those the pod's own change explains (bound already,
+    perhaps by this scheduler before a restart; replaced under its name)."""
+    mine = ("cancelled:", "abandoned:", "fenced", "already bound", "pod replaced")
     return {pod: why for pod, why in result.failed.items() if not why.startswith(mine)}
 
 
