@@ -66,7 +66,14 @@ def job_states(
         allowed = job.allowed_sizes()
         sizes = tuple(s for s in allowed if s <= top)
         if job.disruptions is not None:  # its budgets let no more pods go at once (rule 6b)
-            sizes = tuple(s for s in sizes if s >= len(running) - job.disruptions)
+            current = len(running)
+            sizes = tuple(s for s in sizes if s >= current - job.disruptions)
+            irregular = current >= job.min_pods and current not in allowed
+            if irregular and job.disruptions < current:
+                # at a size it may not keep, and its budgets refuse evicting it whole: it may
+                # stay (the plan broke it, and the eviction was refused every cycle)
+                allowed = tuple(sorted({*allowed, current}))
+                sizes = tuple(sorted({*sizes, current}))
         if not allowed:
             reasons[name] = (
                 f"{job.source or 'job ' + name}: needs at least {job.min_pods} pods, "

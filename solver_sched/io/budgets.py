@@ -12,14 +12,14 @@ budget's status lags its spec: such a job may lose none."""
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
 from solver_sched.domain.cluster import Job, Pod, PodPhase
 from solver_sched.io.context import LoadContext, parse_or_why, raw_key
-from solver_sched.io.objects import PodDisruptionBudgetObj
+from solver_sched.io.objects import LabelSelectorModel, PodDisruptionBudgetObj
 
 
 def with_disruptions(
@@ -33,8 +33,10 @@ def with_disruptions(
     that fails validation is reported and left out (the live check still reads it).
 
     A budget over several jobs is shared: its ``disruptionsAllowed`` goes to them in turn,
-    lowest priority first (the likeliest victims), each taking what the API would charge for
-    all of it while that fits, and what is left otherwise. So no plan evicts more under one
+    lowest priority first (the likeliest victims). A job takes what the API would charge for
+    all of it while that fits; otherwise it may lose what is left, which it takes only if some
+    allowed size is within it (a rigid gang, which could never use it, leaves it to the next).
+    Jobs no plan changes (invalid, completing) take nothing. So no plan evicts more under one
     budget than it allows: the API would refuse the job evicted last, after the first had gone
     for nothing."""
     budgets: dict[str, list[PodDisruptionBudgetObj]] = defaultdict(list)
@@ -54,17 +56,19 @@ def with_disruptions(
                 if (p := pods[n]).phase is PodPhase.RUNNING and not p.terminating  # as the actuator
             ]
     job_of = {p.name: name for pairs in running.values() for name, p in pairs}
+    current = Counter(job_of.values())
     limits: dict[str, int] = {}
     for ns, pdbs in budgets.items():
         selected: dict[str, int] = defaultdict(int)
-        by_label = _by_label(running[ns], pod_labels)
+        index = _index(running[ns], pod_labels)
         for pdb in pdbs:
-            selector = pdb.spec.selector
-            pairs = selector.match_labels.items() if selector is not None else ()
-            # the pods of its rarest label pair, if it has one (a budget per job in a namespace
-            # of thousands of pods: every budget read every pod); in ``running``'s order
-            some = min((by_label.get(pair, []) for pair in pairs), key=len, default=running[ns])
-            for name, limit in _shares(pdb, some, pod_labels, selected).items():
+            if pdb.spec.selector is None:  # policy/v1: selects no pod
+                continue
+            some = _candidates(pdb.spec.selector, running[ns], index)
+            covered = [
+                (j, p) for j, p in some if pdb.spec.selector.matches(pod_labels.get(p.name, {}))
+            ]
+            for name, limit in _shares(pdb, covered, jobs, current, selected).items():
                 limits[name] = min(limit, limits.get(name, limit))
         for pod_name, n in selected.items():
             if n > 1:  # the API refuses to evict a pod two budgets select
@@ -75,27 +79,44 @@ def with_disruptions(
     }
 
 
-def _by_label(
+def _index(
     running: list[tuple[str, Pod]], pod_labels: Mapping[str, Mapping[str, str]]
-) -> dict[tuple[str, str], list[tuple[str, Pod]]]:
-    out: dict[tuple[str, str], list[tuple[str, Pod]]] = defaultdict(list)
-    for job, p in running:
+) -> dict[tuple[str, str], list[int]]:
+    """Label pair -> the positions in ``running`` of the pods that carry it."""
+    out: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for i, (_, p) in enumerate(running):
         for pair in pod_labels.get(p.name, {}).items():
-            out[pair].append((job, p))
+            out[pair].append(i)
     return out
+
+
+def _candidates(
+    selector: LabelSelectorModel,
+    running: list[tuple[str, Pod]],
+    index: Mapping[tuple[str, str], list[int]],
+) -> list[tuple[str, Pod]]:
+    """The pods of the selector's rarest matchLabels pair or ``In`` requirement, in
+    ``running``'s order; all of them when it has neither (a budget per job in a namespace of
+    thousands of pods: every budget read every pod)."""
+    lists = [index.get(pair, []) for pair in selector.match_labels.items()]
+    for r in selector.match_expressions:
+        if r.operator == "In":
+            lists.append(sorted({i for v in r.values for i in index.get((r.key, v), ())}))
+    if not lists:
+        return running
+    return [running[i] for i in min(lists, key=len)]
 
 
 def _shares(
     pdb: PodDisruptionBudgetObj,
-    running: list[tuple[str, Pod]],
-    pod_labels: Mapping[str, Mapping[str, str]],
+    covered: list[tuple[str, Pod]],
+    jobs: Mapping[str, Job],
+    current: Mapping[str, int],
     selected: dict[str, int],
 ) -> dict[str, int]:
-    """Job -> the running pods it may lose under this budget, for the jobs it limits."""
-    selector, status = pdb.spec.selector, pdb.status
-    if selector is None:
-        return {}
-    covered = [(j, p) for j, p in running if selector.matches(pod_labels.get(p.name, {}))]
+    """Job -> the running pods it may lose under this budget, for the jobs it limits;
+    ``covered``: the running pods it selects, lowest priority first."""
+    status = pdb.status
     for _, p in covered:
         selected[p.name] += 1
     if status.observed_generation < pdb.metadata.generation:  # the API refuses them all
@@ -104,13 +125,17 @@ def _shares(
     free = pdb.spec.unhealthy_pod_eviction_policy == "AlwaysAllow" or (
         status.current_healthy >= desired > 0
     )
-    charged: dict[str, int] = {}  # by job, lowest priority first (``running``'s order)
+    charged: dict[str, int] = {}
     for j, p in covered:
-        charged[j] = charged.get(j, 0) + (1 if p.ready or not free else 0)
+        if not jobs[j].invalid and not jobs[j].succeeded:  # (no plan changes those)
+            charged[j] = charged.get(j, 0) + (1 if p.ready or not free else 0)
     left, out = status.disruptions_allowed, {}
     for job, n in charged.items():
         if n <= left:
             left -= n
-        else:
-            out[job], left = left, 0
+            continue
+        out[job] = left
+        cur = current[job]
+        if any(0 < s < cur and cur - s <= left for s in jobs[job].allowed_sizes()):
+            left = 0  # it may shrink by what is left: nothing more for the next
     return out

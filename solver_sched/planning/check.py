@@ -201,7 +201,10 @@ def _job_rules(
     """Appends what the job breaks; returns whether it ran at an allowed size."""
     allowed = job.allowed_sizes()
     name = job.name
-    if after and after not in allowed:
+    # a job at a size it may not keep stays there when its budgets refuse evicting it whole
+    limit = job.disruptions
+    kept = limit is not None and limit < before and after == before >= job.min_pods
+    if after and after not in allowed and not kept:
         bad.append(f"job {name}: ends with {after} pods, allowed sizes are {list(allowed)} or 0")
     running = snapshot.running_pods(job)
     gone = [p.name for p in running if p.name in evicted]
@@ -213,7 +216,7 @@ def _job_rules(
         bad.append(f"job {name}: evicts {gone}, not its highest-index pods")
     until = job.cooldown_until()
     regular = before in allowed
-    if regular and job.disruptions is not None and len(gone) > job.disruptions:
+    if before >= job.min_pods and job.disruptions is not None and len(gone) > job.disruptions:
         bad.append(
             f"job {name}: evicts {len(gone)} running pods, its PodDisruptionBudgets allow "
             f"{job.disruptions}"

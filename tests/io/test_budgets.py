@@ -177,4 +177,38 @@ def test_a_budget_over_two_jobs_is_shared_lowest_priority_first() -> None:
     assert _two_jobs(8) == {"a": None, "b": None}
     assert _two_jobs(6) == {"a": None, "b": 2}
     assert _two_jobs(4) == {"a": None, "b": 0}
-    assert _two_jobs(3) == {"a": 3, "b": 0}
+    assert _two_jobs(3) == {"a": 3, "b": 3}  # rigid gangs of 4: neither may go, nor use 3
+
+
+def _shared(*groups: list[dict[str, Any]], allowed: int) -> dict[str, int | None]:
+    objs: list[dict[str, Any]] = [m.node("n1", gpus=16)]
+    for group in groups:
+        for o in group[1:]:
+            o["metadata"]["labels"]["app"] = "train"
+        objs += group
+    snap = snapshot_from_objects([*objs, m.pod_disruption_budget("all", {"app": "train"}, allowed)])
+    assert not snap.errors, snap.errors
+    return {n.split("/")[1]: j.disruptions for n, j in snap.jobs.items()}
+
+
+def test_a_shared_budget_is_left_to_the_jobs_that_can_use_it() -> None:
+    """big (rigid, 4 pods, the lower priority) can never go under a budget of 2: its share
+    went to it all the same, and small, which could, got none (its preemptor waited)."""
+    big = m.gang("big", 4, running_on=["n1"] * 4, priority=0)
+    small = m.gang("small", 2, running_on=["n1"] * 2, priority=5)
+    assert _shared(big, small, allowed=2) == {"big": 2, "small": None}
+    elastic = m.gang("el", 4, min_member=2, max_member=4, running_on=["n1"] * 4, priority=0)
+    assert _shared(elastic, small, allowed=2) == {"el": 2, "small": 0}  # el may use the 2
+    done = m.gang("done", 4, running_on=["n1"] * 3, priority=0)
+    done[-1]["status"]["phase"] = "Succeeded"
+    assert _shared(done, small, allowed=2) == {"done": None, "small": None}  # completing
+
+
+def test_a_partial_gang_is_not_among_the_jobs_its_budget_keeps_whole() -> None:
+    """The plan may roll a partial gang back whatever its budget says (a waiting preemptor's
+    reason named it as kept whole while the same plan evicted it)."""
+    budget = m.pod_disruption_budget("pdb", GROUP, 0)
+    whole = snapshot_from_objects([m.node("n1"), *m.gang("g", 4, running_on=["n1"] * 4), budget])
+    partial = snapshot_from_objects([m.node("n1"), *m.gang("g", 4, running_on=["n1"] * 2), budget])
+    assert [j.name for j in whole.protected] == ["default/g"]
+    assert partial.jobs["default/g"].disruptions == 0 and partial.protected == ()

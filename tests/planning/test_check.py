@@ -35,6 +35,13 @@ def gang_binds(name: str, count: int, n: str, ns: str = "default") -> tuple[Bind
     return tuple(bind(f"{name}-worker-{i}", n, ns=ns) for i in range(count))
 
 
+def _irregular(allowed: int | None) -> ClusterSnapshot:
+    """el runs 6 pods, powers of two only, under a budget that allows ``allowed`` (or none)."""
+    el = gang("el", 6, min_member=2, max_member=8, size_policy="power-of-two", running_on=["a"] * 6)
+    pdb = m.pod_disruption_budget("pdb", {"scheduling.x-k8s.io/pod-group": "el"}, allowed or 0)
+    return snapshot(node("a", gpus=8), el, *([pdb] if allowed is not None else []))
+
+
 def _unequal() -> ClusterSnapshot:
     """el runs 4 pods on a, worker 1 without a GPU: only pods with equal requests may go out of
     order; t (6 GPUs) needs 2 of el's."""
@@ -476,6 +483,12 @@ RULE_CASES: list[tuple[str, ClusterSnapshot, Plan, str]] = [
         ),
         "evicts 4 running pods, its PodDisruptionBudgets allow 2",
     ),
+    (
+        "an irregular job taken to 0 past its PodDisruptionBudget",
+        _irregular(1),
+        Plan(evictions=(evict("el", *[f"el-worker-{i}" for i in range(6)]),)),
+        "evicts 6 running pods, its PodDisruptionBudgets allow 1",
+    ),
 ]
 
 
@@ -547,6 +560,12 @@ def test_preemption_by_priority_is_on_by_default() -> None:
     )
     assert check(snap, plan, NOW) == []
     assert check(snap, plan, NOW, priority_preemption=False) != []
+
+
+@pytest.mark.parametrize("allowed", [0, 1])
+def test_an_irregular_job_its_budget_keeps_whole_may_stay(allowed: int) -> None:
+    assert check(_irregular(allowed), Plan(), NOW) == []
+    assert check(_irregular(None), Plan(), NOW) != []  # without a budget: it may not
 
 
 def test_a_scale_in_within_its_pod_disruption_budget_passes() -> None:

@@ -144,6 +144,23 @@ def test_an_elastic_job_is_not_shrunk_past_its_budget(backend: str) -> None:
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_a_job_at_an_irregular_size_its_budget_protects_stays(backend: str) -> None:
+    """el runs 6 pods (powers of two only, after a worker was lost, say) under a budget that
+    allows 1: the plan may not take it to 0, which it did (6 pods is no allowed size), the
+    eviction refused every cycle; rigid, which no budget protects, makes high's room."""
+    snap = snapshot(
+        node("a", gpus=6),
+        node("b", gpus=4),
+        gang("el", 6, min_member=2, max_member=8, size_policy="power-of-two", running_on=["a"] * 6),
+        gang("rigid", 4, running_on=["b"] * 4),
+        gang("high", 4, priority=1000),
+        _budget("el", 1),
+    )
+    after = workers_after(snap, plan(snap, backend).plan)
+    assert after == {"default/el": 6, "default/rigid": 0, "default/high": 4}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_a_job_whose_budgets_let_all_its_pods_go_may_be_broken(backend: str) -> None:
     """The loader leaves such a job without a limit; a limit equal to its size (a snapshot
     made elsewhere) must not protect it either."""
