@@ -7,8 +7,11 @@ from typing import Any
 
 import pytest
 
+from solver_sched.domain.cluster import Pod
 from solver_sched.io import manifests as m
+from solver_sched.io.budgets import _candidates, _index
 from solver_sched.io.kube_snapshot import snapshot_from_objects
+from solver_sched.io.objects import LabelSelectorModel
 
 GROUP = {"scheduling.x-k8s.io/pod-group": "g"}
 
@@ -212,3 +215,37 @@ def test_a_partial_gang_is_not_among_the_jobs_its_budget_keeps_whole() -> None:
     partial = snapshot_from_objects([m.node("n1"), *m.gang("g", 4, running_on=["n1"] * 2), budget])
     assert [j.name for j in whole.protected] == ["default/g"]
     assert partial.jobs["default/g"].disruptions == 0 and partial.protected == ()
+
+
+def test_an_elastic_job_takes_the_share_it_can_just_use() -> None:
+    """el (min 1, max 2) runs 2 and may go to 1 within the 1 disruption left: it takes it."""
+    el = m.gang("el", 2, min_member=1, max_member=2, running_on=["n1"] * 2, priority=0)
+    small = m.gang("small", 1, running_on=["n1"], priority=5)
+    assert _shared(el, small, allowed=1) == {"el": 1, "small": 0}
+
+
+def test_a_budget_reads_the_pods_of_its_rarest_label_or_in_requirement() -> None:
+    """Only where the answer is the same as reading every pod, and faster."""
+    running = [
+        (f"j{i}", Pod(name=f"ns/p{i}", namespace="ns", requests={}, job=f"j{i}")) for i in range(4)
+    ]
+    labels = {
+        "ns/p0": {"app": "a", "rank": "0"},
+        "ns/p1": {"app": "a", "rank": "1"},
+        "ns/p2": {"app": "b", "rank": "0"},
+        "ns/p3": {},
+    }
+    index = _index(running, labels)
+
+    def names(selector: dict[str, Any]) -> list[str]:
+        chosen = _candidates(LabelSelectorModel.model_validate(selector), running, index)
+        return [p.name for _, p in chosen]
+
+    assert names({"matchLabels": {"app": "a"}}) == ["ns/p0", "ns/p1"]
+    assert names({"matchLabels": {"app": "a", "rank": "1"}}) == ["ns/p1"]
+    rank = {"key": "rank", "operator": "In", "values": ["1", "0"]}
+    assert names({"matchExpressions": [rank]}) == ["ns/p0", "ns/p1", "ns/p2"]
+    assert names({"matchLabels": {"app": "b"}, "matchExpressions": [rank]}) == ["ns/p2"]
+    absent = {"key": "rank", "operator": "DoesNotExist"}
+    assert names({"matchExpressions": [absent]}) == [f"ns/p{i}" for i in range(4)]
+    assert names({}) == [f"ns/p{i}" for i in range(4)]
