@@ -136,6 +136,6 @@ def _shares(
             continue
         out[job] = left
         cur = current[job]
-        if any(0 < s < cur and cur - s <= left for s in jobs[job].allowed_sizes()):
+        if any(s < cur and cur - s <= left for s in jobs[job].allowed_sizes()):
             left = 0  # it may shrink by what is left: nothing more for the next
     return out

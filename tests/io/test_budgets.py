@@ -246,6 +246,7 @@ def test_a_budget_reads_the_pods_of_its_rarest_label_or_in_requirement() -> None
     rank = {"key": "rank", "operator": "In", "values": ["1", "0"]}
     assert names({"matchExpressions": [rank]}) == ["ns/p0", "ns/p1", "ns/p2"]
     assert names({"matchLabels": {"app": "b"}, "matchExpressions": [rank]}) == ["ns/p2"]
+    assert names({"matchExpressions": [{**rank, "values": ["9"]}]}) == []
     absent = {"key": "rank", "operator": "DoesNotExist"}
     assert names({"matchExpressions": [absent]}) == [f"ns/p{i}" for i in range(4)]
     assert names({}) == [f"ns/p{i}" for i in range(4)]
