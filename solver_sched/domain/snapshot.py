@@ -58,13 +58,13 @@ class ClusterSnapshot:
 
     @cached_property
     def protected(self) -> tuple[Job, ...]:
-        """Jobs running at least their min that their PodDisruptionBudgets keep whole (they
-        allow fewer disruptions than the job has running pods): no plan breaks them
-        (formulation rule 6b; a partial gang may still be rolled back)."""
+        """Running jobs their PodDisruptionBudgets keep from being evicted whole (they allow
+        fewer disruptions than the job has running pods): no plan breaks them (formulation
+        rule 6b)."""
         return tuple(
             j
             for j in self.jobs.values()
-            if j.disruptions is not None and j.min_pods <= len(self.running_pods(j)) > j.disruptions
+            if j.disruptions is not None and j.disruptions < len(self.running_pods(j))
         )
 
     def job_of(self, pod: Pod) -> Job | None:

@@ -153,13 +153,14 @@ def no_node_reason(snapshot: ClusterSnapshot, pod: Pod) -> str:
 
 
 def protected_note(snapshot: ClusterSnapshot, job: Job) -> str:
-    """The lower-priority gangs of the job's queue that their PodDisruptionBudgets keep whole:
-    where a preemptor waits, the reason the room alone does not give."""
+    """The lower-priority gangs of the job's queue that their PodDisruptionBudgets keep from
+    being broken (and how many pods they may lose): where a preemptor waits, the reason the room
+    alone does not give."""
     if not job.preempts or not snapshot.protected:
         return ""
     queue = snapshot.queue_of(job)
     kept = [
-        j.name
+        f"{j.name} ({j.disruptions} pod(s) at most)" if j.disruptions else j.name
         for j in snapshot.protected
         if j.priority < job.priority and snapshot.queue_of(j) == queue
     ]
@@ -167,6 +168,6 @@ def protected_note(snapshot: ClusterSnapshot, job: Job) -> str:
         return ""
     more = f" and {len(kept) - 3} more" if len(kept) > 3 else ""
     return (
-        f"; PodDisruptionBudgets keep lower-priority gangs of its queue whole: "
+        f"; PodDisruptionBudgets keep lower-priority gangs of its queue from being preempted: "
         f"{', '.join(kept[:3])}{more}"
     )

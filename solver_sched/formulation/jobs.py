@@ -68,10 +68,10 @@ def job_states(
         if job.disruptions is not None:  # its budgets let no more pods go at once (rule 6b)
             current = len(running)
             sizes = tuple(s for s in sizes if s >= current - job.disruptions)
-            irregular = current >= job.min_pods and current not in allowed
-            if irregular and job.disruptions < current:
-                # at a size it may not keep, and its budgets refuse evicting it whole: it may
-                # stay (the plan broke it, and the eviction was refused every cycle)
+            if 0 < current not in allowed and job.disruptions < current:
+                # partial or irregular, and its budgets refuse evicting it whole: it may stay
+                # (the plan took it to 0, the eviction refused every cycle, and a partial gang
+                # that could complete never did)
                 allowed = tuple(sorted({*allowed, current}))
                 sizes = tuple(sorted({*sizes, current}))
         if not allowed:

@@ -207,14 +207,14 @@ def test_a_shared_budget_is_left_to_the_jobs_that_can_use_it() -> None:
     assert _shared(done, small, allowed=2) == {"done": None, "small": None}  # completing
 
 
-def test_a_partial_gang_is_not_among_the_jobs_its_budget_keeps_whole() -> None:
-    """The plan may roll a partial gang back whatever its budget says (a waiting preemptor's
-    reason named it as kept whole while the same plan evicted it)."""
+def test_the_jobs_budgets_keep_from_being_broken() -> None:
     budget = m.pod_disruption_budget("pdb", GROUP, 0)
     whole = snapshot_from_objects([m.node("n1"), *m.gang("g", 4, running_on=["n1"] * 4), budget])
     partial = snapshot_from_objects([m.node("n1"), *m.gang("g", 4, running_on=["n1"] * 2), budget])
+    pending = snapshot_from_objects([m.node("n1"), *m.gang("g", 4), budget])
     assert [j.name for j in whole.protected] == ["default/g"]
-    assert partial.jobs["default/g"].disruptions == 0 and partial.protected == ()
+    assert [j.name for j in partial.protected] == ["default/g"]
+    assert pending.protected == ()
 
 
 def test_an_elastic_job_takes_the_share_it_can_just_use() -> None:

@@ -484,6 +484,17 @@ RULE_CASES: list[tuple[str, ClusterSnapshot, Plan, str]] = [
         "evicts 4 running pods, its PodDisruptionBudgets allow 2",
     ),
     (
+        "a partial gang rolled back past its PodDisruptionBudget",
+        snapshot(
+            node("a", gpus=4),
+            gang("p", 4, running_on=["a", "a"]),
+            gang("hi", 4, priority=100),
+            m.pod_disruption_budget("pdb", {"scheduling.x-k8s.io/pod-group": "p"}, 0),
+        ),
+        Plan(evictions=(evict("p", "p-worker-0", "p-worker-1"),)),
+        "evicts 2 running pods, its PodDisruptionBudgets allow 0",
+    ),
+    (
         "an irregular job taken to 0 past its PodDisruptionBudget",
         _irregular(1),
         Plan(evictions=(evict("el", *[f"el-worker-{i}" for i in range(6)]),)),

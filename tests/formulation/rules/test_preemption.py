@@ -137,7 +137,8 @@ def test_an_elastic_job_is_not_shrunk_past_its_budget(backend: str) -> None:
     assert workers_after(snap, result.plan) == {"default/el": 8, "default/high": 0}
     row = next(j for j in result.plan.jobs if j.name == "default/high")
     assert row.reason.endswith(
-        "; PodDisruptionBudgets keep lower-priority gangs of its queue whole: default/el"
+        "; PodDisruptionBudgets keep lower-priority gangs of its queue from being preempted: "
+        "default/el (2 pod(s) at most)"
     ), row.reason
     snap = snapshot(node("a", gpus=8), el, gang("high", 4, priority=1000), _budget("el", 4))
     assert workers_after(snap, plan(snap, backend).plan) == {"default/el": 4, "default/high": 4}
@@ -158,6 +159,22 @@ def test_a_job_at_an_irregular_size_its_budget_protects_stays(backend: str) -> N
     )
     after = workers_after(snap, plan(snap, backend).plan)
     assert after == {"default/el": 6, "default/rigid": 0, "default/high": 4}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_partial_gang_its_budget_protects_is_completed_not_evicted(backend: str) -> None:
+    """p runs 2 of its 4 pods under a budget that allows none to go (minAvailable 4); its other
+    two fit. high could start only in p's room: the plan evicted p, refused every cycle, and
+    neither gang ever ran. p is completed instead."""
+    snap = snapshot(
+        node("a", gpus=4),
+        gang("p", 4, running_on=["a", "a"]),
+        gang("high", 4, priority=1000),
+        _budget("p", 0),
+    )
+    result = plan(snap, backend)
+    assert result.plan.evictions == ()
+    assert workers_after(snap, result.plan) == {"default/p": 4, "default/high": 0}
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -204,7 +221,8 @@ def test_a_preemptor_kept_waiting_by_a_budget_says_which(backend: str) -> None:
     row = next(j for j in result.plan.jobs if j.name == "default/high")
     assert row.reason == (
         "needs 4 x nvidia.com/gpu=1 at once; 2 GPUs free on schedulable nodes, before and after "
-        "this plan; PodDisruptionBudgets keep lower-priority gangs of its queue whole: default/low"
+        "this plan; PodDisruptionBudgets keep lower-priority gangs of its queue from being "
+        "preempted: default/low (1 pod(s) at most)"
     )
 
 
