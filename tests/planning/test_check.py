@@ -1,5 +1,6 @@
 """The checker must catch every kind of bad plan (hand-made plans, no solver involved)."""
 
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -577,6 +578,10 @@ def test_preemption_by_priority_is_on_by_default() -> None:
 def test_an_irregular_job_its_budget_keeps_whole_may_stay(allowed: int) -> None:
     assert check(_irregular(allowed), Plan(), NOW) == []
     assert check(_irregular(None), Plan(), NOW) != []  # without a budget: it may not
+    snap = _irregular(None)  # nor with one that lets all its pods go (not read so by the loader)
+    el = snap.jobs["default/el"]
+    snap = replace(snap, jobs={**snap.jobs, el.name: replace(el, disruptions=6)})
+    assert check(snap, Plan(), NOW) != []
 
 
 def test_a_scale_in_within_its_pod_disruption_budget_passes() -> None:
