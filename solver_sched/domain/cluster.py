@@ -118,6 +118,11 @@ class Job:
     # limits it); the plan never shrinks it by more, as the Eviction API would refuse
     disruptions: int | None = None
 
+    def kept_whole(self, running: int) -> bool:
+        """Whether its PodDisruptionBudgets refuse evicting all of its ``running`` pods: no plan
+        breaks it (formulation rule 6b)."""
+        return self.disruptions is not None and self.disruptions < running
+
     @property
     def elastic(self) -> bool:
         return self.max_pods > self.min_pods

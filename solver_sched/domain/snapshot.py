@@ -61,11 +61,7 @@ class ClusterSnapshot:
         """Running jobs their PodDisruptionBudgets keep from being evicted whole (they allow
         fewer disruptions than the job has running pods): no plan breaks them (formulation
         rule 6b)."""
-        return tuple(
-            j
-            for j in self.jobs.values()
-            if j.disruptions is not None and j.disruptions < len(self.running_pods(j))
-        )
+        return tuple(j for j in self.jobs.values() if j.kept_whole(len(self.running_pods(j))))
 
     def job_of(self, pod: Pod) -> Job | None:
         return self.jobs.get(pod.job)

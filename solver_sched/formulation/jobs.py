@@ -68,7 +68,7 @@ def job_states(
         if job.disruptions is not None:  # its budgets let no more pods go at once (rule 6b)
             current = len(running)
             sizes = tuple(s for s in sizes if s >= current - job.disruptions)
-            if 0 < current not in allowed and job.disruptions < current:
+            if current not in allowed and job.kept_whole(current):
                 # partial or irregular, and its budgets refuse evicting it whole: it may stay
                 # (the plan took it to 0, the eviction refused every cycle, and a partial gang
                 # that could complete never did)

@@ -31,7 +31,7 @@ def break_triggers(
     for name, st in states.items():
         if not st.running_ok:
             continue
-        if st.job.disruptions is not None and st.job.disruptions < st.current:
+        if st.job.kept_whole(st.current):
             out[name] = ()  # its budgets refuse evicting it whole: nothing may break it
             continue
         keys: list[str] = []

@@ -6,9 +6,9 @@ room was for would wait behind it).
 The count is what the API lets go whichever pods a scale-in takes: a budget that charges more
 of the job's running pods than its ``disruptionsAllowed`` limits the job to that many. A pod the
 API charges is Running and Ready, or Running and not Ready where the budget's
-``unhealthyPodEvictionPolicy`` does not let it go (``kube/budgets.py`` holds the same rules for
-the live check). The API refuses any eviction of a pod two budgets select, and of a pod whose
-budget's status lags its spec: such a job may lose none."""
+``unhealthyPodEvictionPolicy`` does not let it go (``charges``, which the live check in
+``kube/budgets.py`` uses too). The API refuses any eviction of a pod two budgets select, and
+of a pod whose budget's status lags its spec (``stale``): such a job may lose none."""
 
 from __future__ import annotations
 
@@ -116,20 +116,15 @@ def _shares(
 ) -> dict[str, int]:
     """Job -> the running pods it may lose under this budget, for the jobs it limits;
     ``covered``: the running pods it selects, lowest priority first."""
-    status = pdb.status
     for _, p in covered:
         selected[p.name] += 1
-    if status.observed_generation < pdb.metadata.generation:  # the API refuses them all
+    if stale(pdb):  # the API refuses them all
         return {j: 0 for j, _ in covered}
-    desired = status.desired_healthy
-    free = pdb.spec.unhealthy_pod_eviction_policy == "AlwaysAllow" or (
-        status.current_healthy >= desired > 0
-    )
     charged: dict[str, int] = {}
     for j, p in covered:
         if not jobs[j].invalid and not jobs[j].succeeded:  # (no plan changes those)
-            charged[j] = charged.get(j, 0) + (1 if p.ready or not free else 0)
-    left, out = status.disruptions_allowed, {}
+            charged[j] = charged.get(j, 0) + charges(pdb, p.ready)
+    left, out = pdb.status.disruptions_allowed, {}
     for job, n in charged.items():
         if n <= left:
             left -= n
@@ -139,3 +134,19 @@ def _shares(
         if any(s < cur and cur - s <= left for s in jobs[job].allowed_sizes()):
             left = 0  # it may shrink by what is left: nothing more for the next
     return out
+
+
+def stale(pdb: PodDisruptionBudgetObj) -> bool:
+    """Its status lags its spec: the Eviction API refuses every pod it selects."""
+    return pdb.status.observed_generation < pdb.metadata.generation
+
+
+def charges(pdb: PodDisruptionBudgetObj, ready: bool) -> bool:
+    """Whether the Eviction API charges a running pod it selects to it: a Ready one always; one
+    that is not Ready unless ``unhealthyPodEvictionPolicy`` lets it go (AlwaysAllow; the
+    default IfHealthyBudget while the budget has its desired healthy pods, and wants some)."""
+    status = pdb.status
+    free = pdb.spec.unhealthy_pod_eviction_policy == "AlwaysAllow" or (
+        status.current_healthy >= status.desired_healthy > 0
+    )
+    return ready or not free

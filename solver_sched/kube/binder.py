@@ -29,6 +29,12 @@ from solver_sched.kube.assume import Assumed
 
 log = logging.getLogger(__name__)
 ABANDONED = "abandoned: leadership lost or shutting down"
+CANCELLED = "cancelled: the job was re-planned"
+FENCED = "fenced"
+ALREADY_BOUND = "already bound"  # by us before a restart, or by someone else
+REPLACED = "pod replaced (UID precondition)"
+# failures no API server refused: dropped here, or explained by the pod's own change
+NOT_REFUSED = frozenset({ABANDONED, CANCELLED, FENCED, ALREADY_BOUND, REPLACED})
 
 
 @dataclass
@@ -99,7 +105,7 @@ class Binder:
 
     def cancel(self, job: str) -> set[str]:
         """Drop the queued binds of ``job`` (its plan changed): the pods that were dropped."""
-        return self._drop(lambda item: item.bind.job == job, "cancelled: the job was re-planned")
+        return self._drop(lambda item: item.bind.job == job, CANCELLED)
 
     def abandon(self) -> int:
         """Drop everything queued (leadership lost): how many binds were dropped."""
@@ -153,7 +159,7 @@ class Binder:
                 self._busy += 1
             try:
                 ok, why = self._bind(item.bind, item.uid)
-                if why == "fenced":
+                if why == FENCED:
                     self.abandon()  # the fence is down for every queued bind too
                 self._finish(item, ok, why)
             finally:
@@ -176,15 +182,15 @@ class Binder:
             path = f"/api/v1/namespaces/{ns}/pods/{name}/binding"
             self.api.request("POST", path, body=body, limited=False, fenced=True)
         except Fenced:
-            return False, "fenced"
+            return False, FENCED
         except ApiError as exc:
             if exc.status == 409:
                 message = str(exc.body.get("message", ""))
                 if "recondition" in message:  # "Precondition failed: UID in precondition..."
-                    return False, "pod replaced (UID precondition)"
+                    return False, REPLACED
                 if "schedulingGates" in message:  # gated after the snapshot was taken
                     return False, "scheduling gates set"
-                return False, "already bound"  # by us before a restart, or by someone else
+                return False, ALREADY_BOUND
             return False, str(exc)
         except Exception as exc:  # the test fault hook, or anything unforeseen: re-planned
             return False, str(exc)

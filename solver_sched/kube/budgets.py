@@ -6,10 +6,9 @@ budget up part way and leave the job half evicted (maxUnavailable 1 over a 4-pod
 went, three were refused). So a job's eviction goes ahead only when each budget allows all of the
 job's healthy pods it selects at once. The API refuses a pod that two budgets select, and any pod
 while its budget's status is older than its spec, so both refuse the job here too. Pods that are
-not running are evicted whatever the budgets say. A running pod that is not Ready is not charged
-where the budget's ``unhealthyPodEvictionPolicy`` lets it go (AlwaysAllow; IfHealthyBudget, the
-default, while the budget has at least its desired healthy pods, and wants some), and charged
-like a Ready one otherwise, as the API decides."""
+not running are evicted whatever the budgets say; which running ones a budget is charged for,
+and when its status is too old, follow the same rules as the plan's (``io/budgets.py``:
+``charges``, ``stale``)."""
 
 from __future__ import annotations
 
@@ -18,6 +17,10 @@ from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
+from pydantic import ValidationError
+
+from solver_sched.io.budgets import charges, stale
+from solver_sched.io.objects import PodDisruptionBudgetObj
 from solver_sched.kube.api import ApiError, KubeApi
 
 log = logging.getLogger(__name__)
@@ -52,7 +55,6 @@ def _refusal_in(api: KubeApi, ns: str, names: list[str], charged: set[str]) -> s
     selected_by: dict[str, list[str]] = defaultdict(list)
     for pdb in sorted(budgets, key=lambda b: str((b.get("metadata") or {}).get("name"))):
         meta, spec = pdb.get("metadata") or {}, pdb.get("spec") or {}
-        status = pdb.get("status") or {}
         name = f"PodDisruptionBudget {ns}/{meta.get('name')}"
         selector = spec.get("selector")
         if selector is None:  # policy/v1: a null selector selects no pod
@@ -67,13 +69,14 @@ def _refusal_in(api: KubeApi, ns: str, names: list[str], charged: set[str]) -> s
             continue
         for n in covered:
             selected_by[n].append(str(meta.get("name")))
-        if int(status.get("observedGeneration") or 0) < int(meta.get("generation") or 0):
+        try:
+            budget = PodDisruptionBudgetObj.model_validate(pdb)
+        except ValidationError:
+            return f"{name}: its spec or status cannot be read"
+        if stale(budget):
             return f"{name}: its status is not yet current (the disruption controller is behind)"
-        allowed = int(status.get("disruptionsAllowed") or 0)
-        desired = int(status.get("desiredHealthy") or 0)
-        healthy_budget = int(status.get("currentHealthy") or 0) >= desired > 0
-        free = spec.get("unhealthyPodEvictionPolicy") == "AlwaysAllow" or healthy_budget
-        taken = [n for n in covered if n in charged or not free]  # what the API charges
+        allowed = budget.status.disruptions_allowed
+        taken = [n for n in covered if charges(budget, n in charged)]  # what the API charges
         if allowed < len(taken):
             return (
                 f"{name} allows {allowed} disruption(s); the job-level eviction takes "

@@ -26,7 +26,7 @@ from solver_sched.io.kube_snapshot import Parsed
 from solver_sched.kube.actuator import Actuator, Outcome
 from solver_sched.kube.api import KubeApi, RateLimiter
 from solver_sched.kube.assume import Assumed
-from solver_sched.kube.binder import GangResult
+from solver_sched.kube.binder import NOT_REFUSED, GangResult
 from solver_sched.kube.loop import ControlLoop, LoopOptions, run_until_signalled
 from solver_sched.kube.reporter import Reporter
 from solver_sched.kube.resources import WATCHED
@@ -379,8 +379,7 @@ def _refused(result: GangResult) -> dict[str, str]:
     """The failed binds the API server refused, not those this scheduler dropped itself (a
     re-planned job, leadership lost) nor those the pod's own change explains (bound already,
     perhaps by this scheduler before a restart; replaced under its name)."""
-    mine = ("cancelled:", "abandoned:", "fenced", "already bound", "pod replaced")
-    return {pod: why for pod, why in result.failed.items() if not why.startswith(mine)}
+    return {pod: why for pod, why in result.failed.items() if why not in NOT_REFUSED}
 
 
 def _keep_waiting(plan: Plan, snap: ClusterSnapshot, young: set[str]) -> Plan:

@@ -202,8 +202,7 @@ def _job_rules(
     allowed = job.allowed_sizes()
     name = job.name
     # a job at a size it may not keep stays there when its budgets refuse evicting it whole
-    limit = job.disruptions
-    kept = limit is not None and limit < before and after == before
+    kept = after == before and job.kept_whole(before)
     if after and after not in allowed and not kept:
         bad.append(f"job {name}: ends with {after} pods, allowed sizes are {list(allowed)} or 0")
     running = snapshot.running_pods(job)
@@ -216,7 +215,7 @@ def _job_rules(
         bad.append(f"job {name}: evicts {gone}, not its highest-index pods")
     until = job.cooldown_until()
     regular = before in allowed
-    if limit is not None and len(gone) > limit:
+    if job.disruptions is not None and len(gone) > job.disruptions:
         bad.append(
             f"job {name}: evicts {len(gone)} running pods, its PodDisruptionBudgets allow "
             f"{job.disruptions}"
