@@ -56,13 +56,6 @@ class ClusterSnapshot:
             for name, node in self.nodes.items()
         }
 
-    @cached_property
-    def protected(self) -> tuple[Job, ...]:
-        """Running jobs their PodDisruptionBudgets keep from being evicted whole (they allow
-        fewer disruptions than the job has running pods): no plan breaks them (formulation
-        rule 6b)."""
-        return tuple(j for j in self.jobs.values() if j.kept_whole(len(self.running_pods(j))))
-
     def job_of(self, pod: Pod) -> Job | None:
         return self.jobs.get(pod.job)
 

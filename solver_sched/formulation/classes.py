@@ -8,7 +8,7 @@ from collections import defaultdict
 from collections.abc import Callable, Collection, Mapping
 
 from solver_sched.domain import resources as res
-from solver_sched.domain.cluster import Job, Node, Pod
+from solver_sched.domain.cluster import Node, Pod
 from solver_sched.domain.snapshot import ClusterSnapshot
 from solver_sched.formulation.jobs import JobState
 from solver_sched.formulation.problem import NodeClass, Shape
@@ -127,11 +127,13 @@ def note_unplaceable(
     shapes: tuple[Shape, ...],
     shapes_of: Mapping[str, int],
     reasons: dict[str, str],
+    shielded: Mapping[str, str],
 ) -> None:
-    """A reason for each job none of whose waiting pods fits any node class."""
+    """A reason for each job none of whose waiting pods fits any node class (and, from
+    ``shielded``, the victims its budgets keep)."""
     for name, st in active.items():
         if st.waiting and not any(shapes[shapes_of[p.name]].fit for p in st.waiting):
-            why = no_node_reason(snapshot, st.waiting[0]) + protected_note(snapshot, st.job)
+            why = no_node_reason(snapshot, st.waiting[0]) + shielded.get(name, "")
             reasons.setdefault(name, why)
 
 
@@ -150,24 +152,3 @@ def no_node_reason(snapshot: ClusterSnapshot, pod: Pod) -> str:
             why["full"] += 1
     detail = ", ".join(f"{n} {w}" for w, n in sorted(why.items()))
     return f"no node can hold {pod.name} ({res.fmt(pod.requests)}): {detail or 'no nodes'}"
-
-
-def protected_note(snapshot: ClusterSnapshot, job: Job) -> str:
-    """The lower-priority gangs of the job's queue that their PodDisruptionBudgets keep from
-    being broken (and how many pods they may lose): where a preemptor waits, the reason the room
-    alone does not give."""
-    if not job.preempts or not snapshot.protected:
-        return ""
-    queue = snapshot.queue_of(job)
-    kept = [
-        f"{j.name} ({j.disruptions} pod(s) at most)" if j.disruptions else j.name
-        for j in snapshot.protected
-        if j.priority < job.priority and snapshot.queue_of(j) == queue
-    ]
-    if not kept:
-        return ""
-    more = f" and {len(kept) - 3} more" if len(kept) > 3 else ""
-    return (
-        f"; PodDisruptionBudgets keep lower-priority gangs of its queue from being preempted: "
-        f"{', '.join(kept[:3])}{more}"
-    )

@@ -36,7 +36,7 @@ from solver_sched.formulation.topology import (
     split_sizes,
     topology_band,
 )
-from solver_sched.formulation.triggers import break_triggers, starters
+from solver_sched.formulation.triggers import break_triggers, shielded, starters
 
 UNBOUNDED = 2**31  # domains of a level "as many as the gang has pods"
 
@@ -57,6 +57,7 @@ def prepare(
     usage_now = snapshot.bound_usage()
     borrowing, below_min = borrowing_and_below(snapshot, usage_now)
     triggers_of = break_triggers(states, queue_of, borrowing, below_min, settings)
+    shield_notes = shielded(states, queue_of, borrowing, below_min, settings)
     active = active_jobs(states, triggers_of)
     free = snapshot.free_per_node
     orders = scale_in_orders(snapshot, active, free)
@@ -71,7 +72,7 @@ def prepare(
         snapshot, free, shape_reqs, relevant, releasing, domain_key(topology, keys)
     )
     shapes = shape_fit(snapshot, classes, shape_reqs, free, active)
-    note_unplaceable(snapshot, active, shapes, shapes_of, reasons)
+    note_unplaceable(snapshot, active, shapes, shapes_of, reasons, shield_notes)
     tier = tier_weights(weights, [st.job.priority for st in active.values()])
     ties = tie_weights(sorted(active), active)
     jobs = tuple(
@@ -139,6 +140,7 @@ def prepare(
         shape_of=shapes_of,
         class_of=class_of,
         reasons=reasons,
+        shielded=shield_notes,
         tie_band=tie_band,
         too_large=too_large,
         running_order=orders,

@@ -145,6 +145,7 @@ class Problem:
     shape_of: Mapping[str, int] = field(default_factory=dict)  # pending pod -> shape id
     class_of: Mapping[str, int] = field(default_factory=dict)  # schedulable node -> class id
     reasons: Mapping[str, str] = field(default_factory=dict)  # static reasons found while preparing
+    shielded: Mapping[str, str] = field(default_factory=dict)  # job -> its victims' budgets note
     tie_band: int = 1  # multiplier of the real objective above the tie band (1: no ties)
     too_large: str | None = None  # set when the objective would overflow: solvers are skipped
     # running pods in the order they are kept, for jobs whose scale-in order is not keep order

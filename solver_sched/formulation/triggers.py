@@ -44,6 +44,58 @@ def break_triggers(
     return out
 
 
+def shielded(
+    states: Mapping[str, JobState],
+    queue_of: Mapping[str, str],
+    borrowing: set[str],
+    below_min: set[str],
+    settings: Settings,
+) -> dict[str, str]:
+    """For each waiting job, a note naming the running gangs it would fire a trigger for (rules
+    4-5) that their PodDisruptionBudgets keep whole (rule 6b): its reason ends with it, since the
+    room alone does not say why it waits."""
+    kept = [st for _, st in sorted(states.items()) if st.current and st.job.kept_whole(st.current)]
+    if not kept:
+        return {}
+    out: dict[str, str] = {}
+    for name, st in states.items():
+        if not st.waiting:
+            continue
+        q = queue_of[name]
+        prio = [
+            k
+            for k in kept
+            if settings.priority_preemption
+            and st.job.preempts
+            and queue_of[k.job.name] == q
+            and k.job.priority < st.job.priority
+        ]
+        reclaim = [
+            k
+            for k in kept
+            if settings.queue_reclaim
+            and q in below_min
+            and queue_of[k.job.name] != q
+            and queue_of[k.job.name] in borrowing
+        ]
+        note = _named("lower-priority gangs of its queue from being preempted", prio)
+        note += _named("gangs of queues that borrow from being reclaimed", reclaim)
+        if note:
+            out[name] = note
+    return out
+
+
+def _named(what: str, kept: list[JobState]) -> str:
+    if not kept:
+        return ""
+    shown = [
+        f"{k.job.name} ({k.job.disruptions} pod(s) at most)" if k.job.disruptions else k.job.name
+        for k in kept[:3]
+    ]
+    more = f" and {len(kept) - 3} more" if len(kept) > 3 else ""
+    return f"; PodDisruptionBudgets keep {what}: {', '.join(shown)}{more}"
+
+
 def starters(jobs: tuple[JobModel, ...], below_min: set[str]) -> dict[str, tuple[int, ...]]:
     """Trigger key -> the starting jobs that fire it, for the keys some running job needs (and
     ``ANY_START``, fired by every starting job)."""

@@ -12,7 +12,7 @@ from solver_sched.domain import resources as res
 from solver_sched.domain.cluster import Job, Pod
 from solver_sched.domain.quota import MAX_JOBS
 from solver_sched.domain.topology import Mode, short
-from solver_sched.formulation.classes import no_node_reason, protected_note
+from solver_sched.formulation.classes import no_node_reason
 from solver_sched.formulation.jobs import out_of_reach
 from solver_sched.formulation.problem import JobModel
 from solver_sched.formulation.sizes import change_to
@@ -109,9 +109,9 @@ def explain(
             return (
                 f"{head}{what} at once: room for {room} after this plan in total, but not for "
                 f"the whole gang together (one cluster, quotas, or running work it may not "
-                f"preempt){protected_note(st.snapshot, job)}"
+                f"preempt){st.problem.shielded.get(job.name, '')}"
             )
-        return f"{head}{what} at once; {tail}{protected_note(st.snapshot, job)}"
+        return f"{head}{what} at once; {tail}{st.problem.shielded.get(job.name, '')}"
     return "held back by the objective (capacity kept for higher-priority or guaranteed work)"
 
 

@@ -212,9 +212,9 @@ def test_the_jobs_budgets_keep_from_being_broken() -> None:
     whole = snapshot_from_objects([m.node("n1"), *m.gang("g", 4, running_on=["n1"] * 4), budget])
     partial = snapshot_from_objects([m.node("n1"), *m.gang("g", 4, running_on=["n1"] * 2), budget])
     pending = snapshot_from_objects([m.node("n1"), *m.gang("g", 4), budget])
-    assert [j.name for j in whole.protected] == ["default/g"]
-    assert [j.name for j in partial.protected] == ["default/g"]
-    assert pending.protected == ()
+    for snap, kept in ((whole, True), (partial, True), (pending, False)):
+        job = snap.jobs["default/g"]
+        assert job.kept_whole(len(snap.running_pods(job))) is kept
 
 
 def test_an_elastic_job_takes_the_share_it_can_just_use() -> None:

@@ -6,6 +6,7 @@ import pytest
 
 from solver_sched.config.schema import ObjectiveWeights
 from solver_sched.formulation.rules import quota as quota_rule
+from solver_sched.io import manifests as m
 from tests.support.builders import (
     assert_solver_decided,
     config,
@@ -148,6 +149,43 @@ def test_a_queue_without_a_min_borrows_all_it_uses(backend: str) -> None:
     result = plan(snap, backend)
     assert workers_after(snap, result.plan)["team-a/a1"] == 4
     assert [e.job for e in result.plan.evictions] == ["team-b/b1"]
+
+
+def _borrower_under_budget(b_quota: dict[str, Any]) -> Any:
+    """team-b runs b1 (8 GPUs) under a budget that lets no pod go; team-a (min 8) waits."""
+    budget = m.pod_disruption_budget(
+        "b1", {"scheduling.x-k8s.io/pod-group": "b1"}, 0, namespace="team-b"
+    )
+    return snapshot(
+        node("n", gpus=8),
+        tree({"min": {"nvidia.com/gpu": "8"}}, b_quota),
+        gang("b1", 8, namespace="team-b", running_on=["n"] * 8, priority=100),
+        gang("a1", 4, namespace="team-a", priority=0),
+        budget,
+    )
+
+
+def _a1_reason(result: Any) -> str:
+    assert result.plan.evictions == ()
+    row = next(j for j in result.plan.jobs if j.name == "team-a/a1")
+    assert row.planned == 0
+    return str(row.reason)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_reclaim_its_victims_budget_refuses_waits_and_says_why(backend: str) -> None:
+    """team-b borrows all it runs, but b1's PodDisruptionBudget lets no pod go (rule 6b): a1
+    waits, and its reason names b1 (it gave only the room, which reads as if a1 could not
+    reclaim at all). Where a1 could not reclaim anyway, b1 is not named."""
+    snap = _borrower_under_budget({})
+    reason = _a1_reason(plan(snap, backend))
+    assert reason.endswith(
+        "; PodDisruptionBudgets keep gangs of queues that borrow from being reclaimed: team-b/b1"
+    ), reason
+    no_reclaim = plan(snap, backend, cfg=config(queue_reclaim=False))
+    within_min = plan(_borrower_under_budget({"min": {"nvidia.com/gpu": "8"}}), backend)
+    for result in (no_reclaim, within_min):
+        assert "PodDisruptionBudgets" not in _a1_reason(result)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
