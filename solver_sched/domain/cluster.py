@@ -71,6 +71,8 @@ class Pod:
     gated: tuple[str, ...] = ()
     preempts: bool = True  # spec.preemptionPolicy is not Never
     ready: bool = False  # condition Ready: a PodDisruptionBudget counts it healthy
+    # what the pod holds on its node that no other pod may hold there too (domain/claims.py)
+    claims: tuple[str, ...] = ()
 
     @property
     def terminated(self) -> bool:

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from solver_sched.domain.cluster import Node, Pod
 from solver_sched.domain.snapshot import ClusterSnapshot, InputError
 from solver_sched.io.budgets import with_disruptions
+from solver_sched.io.claims import with_claims
 from solver_sched.io.context import TWICE, LoadContext, raw_key
 from solver_sched.io.gangs import group_key, jobs_from, pod_groups
 from solver_sched.io.gcpause import gc_paused
@@ -122,6 +123,7 @@ def _snapshot(
         if nodes[name].invalid is None:
             why = f"{pod} on it could not be read (see its error): its free room is unknown"
             nodes[name] = replace(nodes[name], invalid=why)
+    pods, nodes = with_claims(by_kind["Pod"], pods, nodes, scheduler_name)
     quota = quota_tree(b, by_kind["ElasticQuotaTree"])
     groups = pod_groups(b, by_kind["PodGroup"])
     pytorch = pytorch_jobs(b, by_kind["PyTorchJob"])

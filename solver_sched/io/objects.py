@@ -59,10 +59,46 @@ class ResourceReqs(_Obj):
     limits: dict[str, Quantity] = Field(default_factory=dict)
 
 
+class RequirementModel(_Obj):
+    key: str
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    values: list[str] = Field(default_factory=list)
+
+
+class LabelSelectorModel(_Obj):
+    match_labels: dict[str, str] = Field(default_factory=dict, alias="matchLabels")
+    match_expressions: list[RequirementModel] = Field(
+        default_factory=list, alias="matchExpressions"
+    )
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """Kubernetes' label selector: every matchLabels pair and every requirement holds."""
+        if any(labels.get(k) != v for k, v in self.match_labels.items()):
+            return False
+        for r in self.match_expressions:
+            has = r.key in labels
+            if r.operator == "In" and not (has and labels[r.key] in r.values):
+                return False
+            if r.operator == "NotIn" and has and labels[r.key] in r.values:
+                return False
+            if r.operator == "Exists" and not has:
+                return False
+            if r.operator == "DoesNotExist" and has:
+                return False
+        return True
+
+
+class ContainerPort(_Obj):
+    container_port: Int32 = Field(default=0, alias="containerPort")
+    host_port: Int32 = Field(default=0, alias="hostPort")
+    protocol: str = "TCP"
+
+
 class Container(_Obj):
     name: str = ""
     resources: ResourceReqs = ResourceReqs()
     restart_policy: str | None = Field(default=None, alias="restartPolicy")
+    ports: list[ContainerPort] = Field(default_factory=list)
 
 
 class TolerationModel(_Obj):
@@ -99,8 +135,28 @@ class NodeAffinityModel(_Obj):
     )
 
 
+class PodAffinityTermModel(_Obj):
+    label_selector: LabelSelectorModel | None = Field(default=None, alias="labelSelector")
+    namespaces: list[str] = Field(default_factory=list)
+    namespace_selector: LabelSelectorModel | None = Field(default=None, alias="namespaceSelector")
+    topology_key: str = Field(default="", alias="topologyKey")
+
+
+class PodAffinityModel(_Obj):
+    required: list[PodAffinityTermModel] = Field(
+        default_factory=list, alias="requiredDuringSchedulingIgnoredDuringExecution"
+    )
+
+
 class AffinityModel(_Obj):
     node_affinity: NodeAffinityModel | None = Field(default=None, alias="nodeAffinity")
+    pod_affinity: PodAffinityModel | None = Field(default=None, alias="podAffinity")
+    pod_anti_affinity: PodAffinityModel | None = Field(default=None, alias="podAntiAffinity")
+
+
+class TopologySpreadModel(_Obj):
+    topology_key: str = Field(default="", alias="topologyKey")
+    when_unsatisfiable: str = Field(default="DoNotSchedule", alias="whenUnsatisfiable")
 
 
 class SchedulingGroup(_Obj):
@@ -122,6 +178,10 @@ class PodSpec(_Obj):
     preemption_policy: str | None = Field(default=None, alias="preemptionPolicy")
     node_selector: dict[str, str] = Field(default_factory=dict, alias="nodeSelector")
     affinity: AffinityModel | None = None
+    topology_spread_constraints: list[TopologySpreadModel] = Field(
+        default_factory=list, alias="topologySpreadConstraints"
+    )
+    host_network: bool = Field(default=False, alias="hostNetwork")
     tolerations: list[TolerationModel] = Field(default_factory=list)
     scheduling_group: SchedulingGroup | None = Field(default=None, alias="schedulingGroup")
     scheduling_gates: list[SchedulingGate] = Field(default_factory=list, alias="schedulingGates")
@@ -254,35 +314,6 @@ MODEL_OF_KIND: dict[str, type[BaseModel]] = {
     "PriorityClass": PriorityClassObj,
     "Topology": KueueTopologyObj,
 }
-
-
-class RequirementModel(_Obj):
-    key: str
-    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
-    values: list[str] = Field(default_factory=list)
-
-
-class LabelSelectorModel(_Obj):
-    match_labels: dict[str, str] = Field(default_factory=dict, alias="matchLabels")
-    match_expressions: list[RequirementModel] = Field(
-        default_factory=list, alias="matchExpressions"
-    )
-
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        """Kubernetes' label selector: every matchLabels pair and every requirement holds."""
-        if any(labels.get(k) != v for k, v in self.match_labels.items()):
-            return False
-        for r in self.match_expressions:
-            has = r.key in labels
-            if r.operator == "In" and not (has and labels[r.key] in r.values):
-                return False
-            if r.operator == "NotIn" and has and labels[r.key] in r.values:
-                return False
-            if r.operator == "Exists" and not has:
-                return False
-            if r.operator == "DoesNotExist" and has:
-                return False
-        return True
 
 
 class PodDisruptionBudgetSpec(_Obj):

@@ -8,6 +8,7 @@ from typing import Any
 
 from solver_sched.domain import resources as res
 from solver_sched.domain.affinity import NodeConstraints, Requirement, Toleration
+from solver_sched.domain.claims import HOSTNAME, host_port_claim
 from solver_sched.domain.cluster import DEFAULT_CLUSTER, Node, Pod, PodPhase
 from solver_sched.io.context import WHOLE, LoadContext, parse, quantities
 from solver_sched.io.gangs import group_key
@@ -100,6 +101,51 @@ def _build_constraints(p: PodObj) -> NodeConstraints:
     )
 
 
+def _host_ports(p: PodObj) -> tuple[str, ...]:
+    """The host ports the pod's containers claim on their node (NodePorts' view: with
+    hostNetwork a port's hostPort defaults to its containerPort)."""
+    ports = set()
+    for c in p.spec.containers:
+        for port in c.ports:
+            host = port.host_port or (port.container_port if p.spec.host_network else 0)
+            if host > 0:
+                ports.add(host_port_claim(port.protocol or "TCP", host))
+    return tuple(sorted(ports))
+
+
+def _unsupported(b: LoadContext, p: PodObj) -> tuple[str, str] | None:
+    """(field, what) of the first required inter-pod constraint the model cannot hold on a
+    waiting pod of this scheduler: the plan would ignore it, so the pod's gang waits, saying so.
+    A required anti-affinity to pods on the same node is modelled (io/claims.py). Others' pods
+    and bound ones are not ours to hold."""
+    if p.spec.node_name or p.spec.scheduler_name != b.scheduler_name:
+        return None
+    aff = p.spec.affinity
+    if aff is not None and aff.pod_affinity is not None and aff.pod_affinity.required:
+        return (
+            "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution",
+            "required inter-pod affinity",
+        )
+    if aff is not None and aff.pod_anti_affinity is not None:
+        at = "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+        for i, term in enumerate(aff.pod_anti_affinity.required):
+            if term.topology_key != HOSTNAME:
+                return (
+                    f"{at}[{i}].topologyKey",
+                    f"anti-affinity over {term.topology_key!r} (only {HOSTNAME} is)",
+                )
+            ns = term.namespace_selector
+            if ns is not None and (ns.match_labels or ns.match_expressions):
+                return f"{at}[{i}].namespaceSelector", "anti-affinity by namespace labels"
+    for i, spread in enumerate(p.spec.topology_spread_constraints):
+        if spread.when_unsatisfiable != "ScheduleAnyway":
+            return (
+                f"spec.topologySpreadConstraints[{i}]",
+                "a topology spread constraint with whenUnsatisfiable DoNotSchedule",
+            )
+    return None
+
+
 def _order(p: PodObj) -> tuple[int, int, str]:
     labels = p.metadata.labels
     rank = (
@@ -134,6 +180,14 @@ def pod_from(b: LoadContext, raw: dict[str, Any], nodes: dict[str, Node]) -> Pod
     if priority is None:
         priority = b.priority_classes.get(p.spec.priority_class_name or "", b.default_priority)
     invalid = requests if isinstance(requests, str) else bad_topology
+    if invalid is None and (unsupported := _unsupported(b, p)):
+        fld, what = unsupported
+        invalid = b.error(
+            f"Pod {name}",
+            fld,
+            f"{what} is not supported by solver-sched; its gang is held (drop the constraint, "
+            "or schedule the pod with kube-scheduler)",
+        )
     node = nodes.get(p.spec.node_name or "")
     if p.spec.node_name and node is None and invalid is None:
         # a deleted node's pods stay bound until the pod GC removes them; a node left out as
@@ -162,6 +216,7 @@ def pod_from(b: LoadContext, raw: dict[str, Any], nodes: dict[str, Node]) -> Pod
         nominated=p.status.nominated_node_name or None,
         unread=isinstance(requests, str),
         gated=tuple(g.name for g in p.spec.scheduling_gates),
+        claims=_host_ports(p),
         ready=any(c.type == "Ready" and c.status == "True" for c in p.status.conditions),
         preempts=p.spec.preemption_policy != "Never"
         and (

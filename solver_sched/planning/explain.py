@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 
 from solver_sched.domain import resources as res
+from solver_sched.domain.claims import is_claim
 from solver_sched.domain.cluster import Job, Pod
 from solver_sched.domain.quota import MAX_JOBS
 from solver_sched.domain.topology import Mode, short
@@ -105,6 +106,8 @@ def explain(
         else:
             what = res.fmt(pod.requests)
             tail = _moments(room0, room, "such pods fit on schedulable nodes")
+        if claims := sorted(r for r in pod.requests if is_claim(r)):
+            tail += f"; one such pod per node at most ({', '.join(claims)})"
         if room >= n:
             return (
                 f"{head}{what} at once: room for {room} after this plan in total, but not for "
