@@ -1,6 +1,7 @@
 """Greedy backend: queue/priority-ordered, gang at a time (the shape of Volcano's allocate action).
 
-1. Jobs at a size their policy no longer allows shrink to the largest allowed size below.
+1. Jobs at a size their policy no longer allows shrink to the largest allowed size below that
+   holds (a shrink may not leave a required gang split), else to 0.
 2. Gangs to start -- partial gangs first (completed or released), then those of queues below
    their min (reclaim: first the gangs that fit in what is left of the min, then any), then the
    rest -- highest priority first, then longest waiting: place the guaranteed part best-fit; if it
@@ -63,8 +64,9 @@ def greedy_plan(
     for j in order:  # 1. irregular sizes
         jm = jobs[j]
         if not jm.running_ok and not jm.starting:
-            below = [o.size for o in jm.options if 0 < o.size <= jm.current]
-            st.resize(j, max(below, default=0))
+            below = sorted({o.size for o in jm.options if 0 < o.size <= jm.current}, reverse=True)
+            # the largest that holds (a required gang's kept pods may stay split), else 0
+            next((s for s in (*below, 0) if st.resize(j, s)), None)
     leaf_row = {row.queue: r for r, row in enumerate(problem.quotas) if row.min_gpus}
     decided: set[int] = set()
     # 2. Gangs to start. First, partial gangs are completed (taking victims as any start may) or

@@ -123,6 +123,27 @@ def test_a_pod_on_a_cordoned_node_keeps_its_gang_in_its_rack(backend: str) -> No
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_an_irregular_required_gang_split_before_its_request_goes_to_0(backend: str) -> None:
+    """e (powers of two, 2-4) runs 3 pods over r1 and r2, placed before its request: 2 of them
+    would stay split (its first pod is kept), so it goes to 0. Greedy tried 2 only, kept e at 3,
+    and every greedy candidate failed the checker: no plan at all, p waited with e."""
+    nodes = racks({"a": ("b1", "r1"), "b": ("b1", "r2")}, gpus=8)
+    e = m.gang(
+        "e",
+        4,
+        min_member=2,
+        max_member=4,
+        size_policy="power-of-two",
+        running_on=["a", "b", "b"],
+        annotations=REQ,
+    )
+    snap = snapshot(nodes, e, m.gang("p", 2))
+    result = run_cycle(snap, cfg(), NOW, backend)
+    assert not result.violations and result.chosen
+    assert workers_after(snap, result.plan) == {"default/e": 0, "default/p": 2}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_a_partial_gang_in_a_rack_of_cordoned_nodes_only_is_rolled_back(backend: str) -> None:
     """r1 is one cordoned node a with one of p's two pods (minimum 2): p can only complete in r1,
     where nothing new goes. The victim search looked for room inside r1 and raised KeyError
