@@ -302,6 +302,8 @@ class PlanState:
         for name in job.pods:
             if name in self.placed and name not in wanted:
                 self._unplace(name)
+        if not change.bind and size == jm.current:
+            return True  # back as it runs (an eviction given back): nothing to place or judge
         first = self.prefer.get(jm.name, ())
         for k in clusters:
             if ask is None and self._bind_all(change.bind, k, pick):

@@ -14,6 +14,7 @@ from solver_sched.domain.topology import HOSTNAME, Topology
 from solver_sched.formulation.prepare import prepare
 from solver_sched.io import manifests as m
 from solver_sched.placement.state import PlanState
+from solver_sched.planning.pack import minimize_evictions
 from solver_sched.solvers.greedy import greedy_plan
 from tests.support.builders import NOW, other, snapshot, workers_after
 
@@ -141,6 +142,30 @@ def test_an_irregular_required_gang_split_before_its_request_goes_to_0(backend: 
     result = run_cycle(snap, cfg(), NOW, backend)
     assert not result.violations and result.chosen
     assert workers_after(snap, result.plan) == {"default/e": 0, "default/p": 2}
+
+
+def test_an_eviction_of_a_split_required_gang_is_given_back_when_not_needed() -> None:
+    """e (required rack) runs split over r0 and r1, placed before its request; a shrink to 2
+    keeps r0's pods. Given back, its pods go back where they run: that was re-placed through
+    the kept pods' rack, which is full, so the give-back failed and the eviction stayed."""
+    layout = {"a0": ("b1", "r0"), "a1": ("b1", "r0"), "b0": ("b1", "r1"), "b1": ("b1", "r1")}
+    nodes = racks({**layout, "c": ("b1", "r2")})
+    e = m.gang(
+        "e",
+        4,
+        gpus=4,
+        min_member=2,
+        max_member=4,
+        size_policy="any",
+        running_on=["a0", "a1", "b0", "b1"],
+        annotations=REQ,
+    )
+    snap = snapshot(nodes, e, m.gang("p", 1))  # (something to plan: p fits on c)
+    st = PlanState(snap, prepare(snap, cfg().weights, cfg().settings, NOW, Topology(LEVELS)))
+    j = st.index["default/e"]
+    assert st.resize(j, 2, check_quota=False)
+    assert minimize_evictions(st) == ["kept default/e at 4 pods: its eviction was not needed"]
+    assert st.size["default/e"] == 4 and not st.evicted
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
