@@ -93,6 +93,7 @@ def job_pods(
             spec["schedulerName"] = scheduler_name
             spec.pop("nodeName", None)
             spec.pop("priority", None)
+            _without_pod_terms(spec)
             name = f"{job.name}-{suffix}"
             if p is None:
                 _add_affinity(spec, _allowed_clusters(job))
@@ -120,6 +121,18 @@ def job_pods(
                 }
             )
     return out
+
+
+def _without_pod_terms(spec: dict[str, Any]) -> None:
+    """Inter-pod terms are the member scheduler's to apply (it sees the pods they select): the
+    fleet view leaves them out, rather than hold the job on terms it does not model."""
+    spec.pop("topologySpreadConstraints", None)
+    if isinstance(aff := spec.get("affinity"), dict) and (
+        {"podAffinity", "podAntiAffinity"} & aff.keys()
+    ):
+        spec["affinity"] = {
+            k: v for k, v in aff.items() if k not in ("podAffinity", "podAntiAffinity")
+        }
 
 
 def _add_affinity(spec: dict[str, Any], exprs: list[dict[str, Any]]) -> None:

@@ -61,6 +61,26 @@ def test_every_pod_must_fit_a_real_node() -> None:
     assert {fleet.node_member[b.node] for b in result.plan.binds} == {("m2", "b")}
 
 
+def test_inter_pod_terms_are_left_to_the_member_and_host_ports_are_held() -> None:
+    """The member's scheduler applies a template's pod (anti-)affinity and spread constraints
+    (the hub does not model them, and held such jobs once pods learned to); a host port keeps
+    two workers off one node in the hub's fit too: m1's one node cannot take both."""
+    hub = [policy(), pytorchjob("terms", masters=0, workers=2), pytorchjob("ports", masters=0)]
+    spec = hub[1]["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]
+    term = {"labelSelector": {}, "topologyKey": "topology.kubernetes.io/zone"}
+    spec["affinity"] = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    spec["topologySpreadConstraints"] = [{"maxSkew": 1, "topologyKey": "x"}]
+    spec = hub[2]["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]
+    spec["hostNetwork"] = True
+    spec["containers"][0]["ports"] = [{"containerPort": 23456}]
+    one = MemberState("m1", [node("a")])
+    two = MemberState("m2", [node("b"), node("c")])
+    fleet, _, where, _ = plan(hub, one, two)
+    assert fleet.snapshot.errors == ()
+    assert where["default/ports"] == "m2"
+    assert where["default/terms"] in ("m1", "m2")
+
+
 def test_no_member_fits_the_job_keeps_it_queued_with_a_reason() -> None:
     hub = [policy(), pytorchjob("huge", masters=0, workers=2, gpus=16)]
     _, _, where, why = plan(hub, MemberState("m1", [node("a")]))
