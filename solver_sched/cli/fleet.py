@@ -10,7 +10,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from solver_sched.cli.loop_args import add_loop_arguments, loop_options, positive, start_up
+from solver_sched.cli.loop_args import (
+    add_loop_arguments,
+    loop_options,
+    positive,
+    run_reporting,
+    start_up,
+)
 from solver_sched.config.schema import SchedulerConfig
 from solver_sched.io.files import InputFileError, load_objects
 
@@ -25,9 +31,14 @@ def add_parser(sub: Any) -> None:
     f.add_argument(
         "--burst", type=positive(int), default=100, help="writes sent at once (token bucket)"
     )
-    f.add_argument("--probe-interval", type=float, default=2.0, help="member health probes")
     f.add_argument(
-        "--delete-grace-seconds", type=int, default=None, help="for pods of deleted copies"
+        "--probe-interval", type=positive(float), default=2.0, help="member health probes"
+    )
+    f.add_argument(
+        "--delete-grace-seconds",
+        type=positive(int, zero=True),
+        default=None,
+        help="for pods of deleted copies",
     )
 
 
@@ -43,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         probe_interval=args.probe_interval,
         delete_grace_seconds=args.delete_grace_seconds,
     )
-    run_forever(opts, config)
+    return run_reporting(lambda: run_forever(opts, config))
     return 0
 
 
@@ -61,11 +72,14 @@ def whatif(
     from solver_sched.io.fleet_plan import read_plan
     from solver_sched.io.fleet_snapshot import build_fleet
 
-    members = []
+    members: list[MemberState] = []
     for spec in args.member:
         name, sep, path = spec.partition("=")
         if not sep or not name or not path:
             print(f"solver-sched: --member {spec!r}: expected NAME=FILE", file=sys.stderr)
+            return 2
+        if any(m.name == name for m in members):
+            print(f"solver-sched: --member {name}: given twice", file=sys.stderr)
             return 2
         try:
             members.append(MemberState(name, load_objects([Path(path)], whole=True)))

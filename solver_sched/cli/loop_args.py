@@ -121,3 +121,16 @@ def start_up(args: argparse.Namespace) -> SchedulerConfig | int | None:
     except ConfigError as exc:
         print(f"solver-sched: {exc}", file=sys.stderr)
         return 2
+
+
+def run_reporting(run: Callable[[], None]) -> int:
+    """Runs a controller until it stops: 0, or 2 after a message when no API client could be
+    configured (a missing kubeconfig is the user's to fix, not a traceback)."""
+    from solver_sched.kube.api import KubeconfigError
+
+    try:
+        run()
+    except KubeconfigError as exc:
+        print(f"solver-sched: {exc}", file=sys.stderr)
+        return 2
+    return 0

@@ -12,7 +12,13 @@ from pathlib import Path
 
 from solver_sched.cli import fleet as fleet_cli
 from solver_sched.cli import simulate
-from solver_sched.cli.loop_args import add_loop_arguments, loop_options, positive, start_up
+from solver_sched.cli.loop_args import (
+    add_loop_arguments,
+    loop_options,
+    positive,
+    run_reporting,
+    start_up,
+)
 from solver_sched.cli.stdout import own_stdout
 from solver_sched.config.schema import ConfigError, SchedulerConfig, load_config
 from solver_sched.cycle import BACKENDS, run_cycle
@@ -228,17 +234,16 @@ def _run(args: argparse.Namespace) -> int:
         bind_workers=args.bind_workers,
         eviction_grace_seconds=args.eviction_grace_seconds,
     )
-    run_forever(opts, config)
-    return 0
+    return run_reporting(lambda: run_forever(opts, config))
 
 
 def _dump(args: argparse.Namespace) -> int:
-    from solver_sched.kube.api import ApiError
+    from solver_sched.kube.api import ApiError, KubeconfigError
     from solver_sched.kube.dump import dump_cluster
 
     try:
         count = dump_cluster(args.kubeconfig, args.out)
-    except (ApiError, OSError) as exc:
+    except (ApiError, OSError, KubeconfigError) as exc:
         print(f"solver-sched: dump failed: {exc}", file=sys.stderr)
         return 2
     print(f"wrote {count} objects to {args.out}")

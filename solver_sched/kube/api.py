@@ -70,15 +70,28 @@ class RateLimiter:
             time.sleep(min(wait, 0.1))
 
 
+class KubeconfigError(Exception):
+    """No client could be configured: the kubeconfig is missing or unreadable, or, without one,
+    the process does not run in a cluster. The CLI reports it and exits 2."""
+
+
 def load_client(kubeconfig: str | None, pool_size: int = 32) -> client.ApiClient:
     """From a kubeconfig file, or the in-cluster service account when none is given."""
     cfg = client.Configuration()
-    if kubeconfig:
-        config.load_kube_config(  # type: ignore[no-untyped-call]
-            config_file=kubeconfig, client_configuration=cfg
+    try:
+        if kubeconfig:
+            config.load_kube_config(  # type: ignore[no-untyped-call]
+                config_file=kubeconfig, client_configuration=cfg
+            )
+        else:
+            config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+    except (config.ConfigException, OSError) as exc:
+        where = (
+            f"kubeconfig {kubeconfig}"
+            if kubeconfig
+            else "no --kubeconfig given (nor KUBECONFIG) and not in a cluster's pod"
         )
-    else:
-        config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+        raise KubeconfigError(f"{where}: {exc}") from exc
     cfg.connection_pool_maxsize = pool_size  # watches hold connections; binds run in a pool
     cfg.retries = 0  # urllib3 would resend a failed write later, past the fence: callers retry
     return client.ApiClient(cfg)

@@ -27,6 +27,7 @@ from solver_sched.kube.store import ObjectStore
 from solver_sched.metrics import Metrics, serve
 
 log = logging.getLogger(__name__)
+DISCOVERY_RETRY = 2.0  # seconds between discoveries while the API server cannot be reached
 
 
 @dataclass
@@ -95,6 +96,7 @@ class ControlLoop:
         self.informers: dict[str, Informer] = {}
         self.cycles = 0
         self._alive = time.monotonic()
+        self._discovered = False
         self._thread: threading.Thread | None = None
         self._server: ThreadingHTTPServer | None = None
 
@@ -126,7 +128,7 @@ class ControlLoop:
         return self.leader is None or self.leader.is_leader() or self.opts.dry_run
 
     def start(self) -> None:
-        self._discover()
+        self._discovered = self._try_discover()  # the API server may be away: the loop retries
         cm = Informer(
             self.api,
             CONFIG_MAPS,
@@ -169,6 +171,14 @@ class ControlLoop:
         config = self.configs.refresh()
         self._report_config()  # a replica that took over reports what it read as a standby
         return config
+
+    def _try_discover(self) -> bool:
+        try:
+            self._discover()
+        except Exception as exc:  # API server away: logged, tried again by the loop
+            log.warning("discovery: %s; retried", exc)
+            return False
+        return True
 
     def _discover(self) -> None:
         """Start informers for every watched kind the API server serves (CRDs may come later)."""
@@ -216,15 +226,23 @@ class ControlLoop:
 
     # -- the loop ------------------------------------------------------------------------------
     def _loop(self) -> None:
-        next_discovery = time.monotonic() + self.opts.discovery_interval
+        retry = DISCOVERY_RETRY  # doubled while the API server stays away, as the informers do
+
+        def after(ok: bool) -> float:
+            nonlocal retry
+            wait, retry = (
+                (self.opts.discovery_interval, DISCOVERY_RETRY)
+                if ok
+                else (retry, min(2 * retry, self.opts.discovery_interval))
+            )
+            return time.monotonic() + wait
+
+        next_discovery = after(self._discovered)
         while not self.stop.is_set():
             self._alive = time.monotonic()
             if time.monotonic() > next_discovery:
-                next_discovery = time.monotonic() + self.opts.discovery_interval
-                try:
-                    self._discover()
-                except Exception as exc:  # API server away: keep looping, try again later
-                    log.warning("discovery: %s", exc)
+                self._discovered = self._try_discover()
+                next_discovery = after(self._discovered)
             if not self.ready():
                 self.stop.wait(0.1)
                 continue

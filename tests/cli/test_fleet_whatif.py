@@ -63,6 +63,12 @@ def test_bad_member_argument(capsys: pytest.CaptureFixture[str], spec: str) -> N
     assert rc == 2 and "NAME=FILE" in err
 
 
+def test_a_member_named_twice_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    twice = [*members("member-1"), "--member", f"member-1={FLEET / 'member-2.yaml'}"]
+    rc, _, err = run(capsys, FLEET / "hub.yaml", *twice)
+    assert rc == 2 and "--member member-1: given twice" in err
+
+
 def test_missing_member_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     rc, _, err = run(capsys, FLEET / "hub.yaml", "--member", f"m1={tmp_path / 'nope.yaml'}")
     assert rc == 2 and "m1" in err

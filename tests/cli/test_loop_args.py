@@ -24,6 +24,8 @@ from solver_sched.kube.leader import default_identity
         ("run", "--bind-workers", "two", "not a number"),
         ("fleet", "--qps", "0", "must be above 0"),
         ("fleet", "--burst", "0", "must be above 0"),
+        ("fleet", "--probe-interval", "0", "must be above 0"),
+        ("fleet", "--delete-grace-seconds", "-5", "must be 0 or more"),
     ],
 )
 def test_a_bad_number_is_refused_with_the_flag_named(
@@ -39,3 +41,17 @@ def test_two_replicas_on_one_host_get_different_identities() -> None:
     """Without $POD_NAME both were the bare host name, and both read as the Lease's holder."""
     one, two = default_identity(), default_identity()
     assert one != two and one.split("_")[0] == two.split("_")[0]
+
+
+@pytest.mark.parametrize("command", [["run"], ["fleet"], ["dump", "-o", "out.yaml"]])
+def test_no_kubeconfig_is_a_message_not_a_traceback(
+    command: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Outside a cluster and without a kubeconfig the kubernetes client raised ConfigException
+    out of every command (exit 1, which means "no plan passed the checker")."""
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.chdir(str(pytest.importorskip("tempfile").mkdtemp()))
+    assert main([*command, "--kubeconfig", "/nonexistent/kubeconfig"]) == 2
+    assert "kubeconfig /nonexistent/kubeconfig:" in capsys.readouterr().err
+    assert main([*command, "--kubeconfig", ""]) == 2
+    assert "not in a cluster's pod" in capsys.readouterr().err

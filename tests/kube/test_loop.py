@@ -3,7 +3,12 @@ that the test changes)."""
 
 import threading
 
+import pytest
+
+from solver_sched.kube import loop as loop_module
+from solver_sched.kube.api import ApiError, TransportError
 from solver_sched.kube.loop import ControlLoop, LoopOptions
+from solver_sched.kube.resources import PYTORCH_JOBS
 from solver_sched.metrics import Metrics
 
 POD = "Pod.v1"
@@ -45,3 +50,48 @@ def test_a_change_that_lands_during_a_cycle_starts_the_next_one() -> None:
     thread.join(timeout=60)
     loop.stop.set()
     assert loop.seen == [0, 1]
+
+
+class _Away:
+    """An API server that cannot be reached twice, then serves no PyTorchJob API."""
+
+    fence = None
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def get(self, path: str) -> object:
+        self.calls += 1
+        if self.calls <= 2:
+            raise TransportError("connection refused")
+        raise ApiError(404, "NotFound")
+
+
+class _Discovering(ControlLoop):
+    watched = (PYTORCH_JOBS,)
+
+    def __init__(self, api: _Away) -> None:
+        opts = LoopOptions(cycle_interval=3600.0, debounce=0.0, discovery_interval=3600.0)
+        super().__init__(opts, api, Metrics())  # type: ignore[arg-type]
+
+    def ready(self) -> bool:
+        if self._discovered:
+            self.stop.set()
+        return False
+
+
+def test_discovery_the_api_server_refuses_is_logged_and_retried_soon(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An API server away at start raised out of start() (`run` and `fleet` exited with a
+    traceback); now discovery is retried after DISCOVERY_RETRY, doubling, not after the hour
+    of ``discovery_interval``."""
+    monkeypatch.setattr(loop_module, "DISCOVERY_RETRY", 0.01)
+    api = _Away()
+    loop = _Discovering(api)
+    assert loop._try_discover() is False  # what start() does first: no exception
+    thread = threading.Thread(target=loop._loop, daemon=True)
+    thread.start()
+    thread.join(timeout=60)  # (a bound on the test: the hour's interval would outlast it)
+    loop.stop.set()
+    assert loop._discovered and api.calls == 3
