@@ -549,7 +549,8 @@ def _checked(
 ) -> CycleResult:
     """The best candidate the independent checker accepts, best first. Fail closed: a plan the
     checker rejects is never emitted; with none accepted, the plan binds and evicts nothing
-    (its rows, the best candidate's, say why each job waits) and carries the violations."""
+    and carries the violations; its rows, the best candidate's, keep every job at its size
+    (they said the sizes no plan got: a gang reported as placed while nothing was bound)."""
     rejected: list[str] = []
     for c in candidates:
         if c.plan is None:
@@ -562,7 +563,11 @@ def _checked(
         objective = float(c.value) if c.value is not None else None
         stats = replace(stats, objective=objective, solver_objective=stats.objective)
         return CycleResult(c.plan, stats, c.terms, timer.phases, [], c.label)
-    jobs = diff(snapshot, candidates[0].state, now, []).jobs
+    held = "no plan passed the checker this cycle (its notes say why): nothing changes"
+    jobs = tuple(  # the best candidate's rows, as nothing happens
+        row if row.planned == row.current else replace(row, planned=row.current, reason=held)
+        for row in diff(snapshot, candidates[0].state, now, []).jobs
+    )
     plan = Plan(jobs=jobs, notes=("no plan passed the checker", *rejected))
     return CycleResult(plan, stats, {}, timer.phases, rejected or ["no plan"], "")
 

@@ -148,6 +148,22 @@ def _solver_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name == "solver" and t.is_alive()]
 
 
+def test_a_cycle_no_plan_passes_changes_nothing_and_its_rows_say_so(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Fail closed: nothing bound or evicted, and no row says a job goes where it does not
+    (the rows were the best candidate's: g reported 0 -> 2 while nothing was bound)."""
+    monkeypatch.setattr(candidates, "check", lambda *a, **k: ["rejected for the test"])
+    snap = snapshot(node("n1", gpus=8), gang("g", 2), gang("r", 1, running_on=["n1"]))
+    result = plan(snap, "cpsat")
+    assert result.violations and result.plan.binds == () and result.plan.evictions == ()
+    rows = {j.name: j for j in result.plan.jobs}
+    assert (
+        rows["default/g"].planned == 0 and "no plan passed the checker" in rows["default/g"].reason
+    )
+    assert rows["default/r"].planned == 1 and rows["default/r"].reason == ""
+
+
 def test_greedy_plan_is_checked_while_the_solver_searches(monkeypatch: pytest.MonkeyPatch) -> None:
     """The search waits (up to 10 s) for the first check() call: a cycle that checked greedy's
     plan only after the solve would make it time out."""

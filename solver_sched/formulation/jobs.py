@@ -63,6 +63,8 @@ def job_states(
         locked = until is not None and now < until
         reachable = len(running) + len(waiting)
         top = len(running) if locked and len(running) >= job.min_pods else reachable
+        if len({p.cluster for p in running}) > 1:  # (a node relabelled under it): may not grow
+            top = min(top, len(running))
         allowed = job.allowed_sizes()
         sizes = tuple(s for s in allowed if s <= top)
         if job.disruptions is not None:  # its budgets let no more pods go at once (rule 6b)

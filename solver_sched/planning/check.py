@@ -79,7 +79,7 @@ def check(
             for p in job.pods
             if p in after and after[p] in snapshot.nodes
         }
-        if len(clusters) > 1:
+        if len(clusters) > 1 and name in with_binds:  # (one that ran split may stay so)
             bad.append(f"job {name}: spans clusters {sorted(clusters)}")
         if touched or any(p in evicted for p in job.pods):
             _required_topology(snapshot, topology, job, after, bad)

@@ -62,8 +62,11 @@ def explain(
     if static:
         return static
     until = job.cooldown_until()
-    locked = until is not None and now < until
+    running = st.snapshot.running_pods(job)
+    locked = until is not None and now < until and len(running) >= job.min_pods  # (rule 7)
     if jm is None or not any(o.size > planned for o in jm.options):
+        if len(clusters := sorted({p.cluster for p in running})) > 1 and planned < reachable:
+            return f"its pods run in clusters {', '.join(clusters)}: it does not grow"
         if locked and planned > 0:
             return (
                 f"cooldown until {rfc3339(until)}: resized at {rfc3339(job.last_scale_time)}, "

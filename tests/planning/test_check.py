@@ -206,6 +206,21 @@ def test_checker_accepts_a_good_plan() -> None:
     assert check(snap, Plan(binds=gang_binds("g", 4, "a")), NOW) == []
 
 
+def test_a_gang_running_in_two_clusters_does_not_stop_every_plan() -> None:
+    """old runs on a (c1) and b (c2), as after a node was relabelled: the checker rejected every
+    plan for it, even one that leaves it alone, and the cycle bound nothing, every cycle."""
+    snap = snapshot(
+        node("a", gpus=8, labels={"solver-sched.io/cluster": "c1"}),
+        node("b", gpus=8, labels={"solver-sched.io/cluster": "c2"}),
+        node("c", gpus=8, labels={"solver-sched.io/cluster": "c1"}),
+        gang("old", 2, running_on=["a", "b"]),
+        gang("new", 2),
+    )
+    assert (
+        check(snap, Plan(binds=(bind("new-worker-0", "c"), bind("new-worker-1", "c"))), NOW) == []
+    )
+
+
 def test_checker_accepts_a_scale_in_of_any_pods_but_the_first() -> None:
     """Which pods a scale-in takes is the planner's choice (to open room on one node); only the
     first pod, which hosts the rendezvous, stays while the job runs."""

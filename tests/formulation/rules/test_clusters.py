@@ -140,3 +140,24 @@ def test_a_job_places_exactly_the_pods_of_its_size_in_its_cluster(
     assign = {"y[default/g,0]": 1, "y[default/r,3]": 1, "w[default/r,b]": 1}
     assign |= {"z[default/r,1,b]": z, rm.x("default/r-worker-2", "b1"): x}
     assert rm.violated(assign) == bad
+
+
+@pytest.mark.parametrize("backend", ["cpsat", "milp", "greedy"])
+def test_a_job_running_in_two_clusters_stays_as_it_is_and_the_rest_is_planned(
+    backend: str,
+) -> None:
+    """old (2-4 pods) runs on a1 and b1, as after a node was relabelled: it does not grow, and
+    new is placed. The planners grew old, the checker refused every plan for it (even the ones
+    leaving old alone), and nothing was bound, every cycle."""
+    snap = snapshot(
+        node("a1", gpus=8),
+        node("b1", gpus=8, labels=B),
+        node("a2", gpus=8),
+        gang("old", 4, min_member=2, max_member=4, running_on=["a1", "b1"]),
+        gang("new", 2),
+    )
+    result = plan(snap, backend)
+    assert result.violations == []
+    assert workers_after(snap, result.plan) == {"default/old": 2, "default/new": 2}
+    row = next(j for j in result.plan.jobs if j.name == "default/old")
+    assert row.reason == "its pods run in clusters b, default: it does not grow"

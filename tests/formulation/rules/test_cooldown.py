@@ -37,6 +37,18 @@ def test_no_scale_out_inside_cooldown(backend: str) -> None:
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_a_job_that_starts_inside_its_cooldown_is_not_told_of_it(backend: str) -> None:
+    """Cooldown holds a job running at least its min (rule 7): one that starts (0 -> 8 of 12
+    pods, 8 the largest size its 12 pods allow) was told "cooldown until ...: no scale-out
+    before then" instead of why its other 4 pods wait."""
+    snap = snapshot(node("a", gpus=16), elastic()[: 1 + 12])
+    result = plan(snap, backend)
+    (row,) = result.plan.jobs
+    assert (row.current, row.planned) == (0, 8)
+    assert row.reason.startswith("not scheduled: after this plan the job runs 8 of its 12 pods")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_scale_out_after_cooldown(backend: str) -> None:
     snap = snapshot(node("a", gpus=16), elastic(running_on=["a"] * 4))
     result = plan(snap, backend, now=NOW + timedelta(minutes=9))
