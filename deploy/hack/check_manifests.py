@@ -470,7 +470,7 @@ class Server:
                 (v, "scheduling.k8s.io", "priorityclasses", None, None, None),
                 (v, "scheduling.sigs.k8s.io", "elasticquotatrees", None, None, None),
                 (v, "kubeflow.org", "pytorchjobs", None, None, None),
-                (v, "apiextensions.k8s.io", "customresourcedefinitions", None, None, None),
+                (v, "kueue.x-k8s.io", "topologies", None, None, None),
             ]
         allowed += [
             ("create", "", "pods", "binding", "team-a", "p"),
@@ -481,16 +481,11 @@ class Server:
             ("list", "policy", "poddisruptionbudgets", None, "team-a", None),
             ("watch", "policy", "poddisruptionbudgets", None, "team-a", None),  # planned on
         ]
-        for g in ("", "events.k8s.io"):
-            allowed += [
-                ("create", g, "events", None, "team-a", None),
-                ("patch", g, "events", None, "team-a", "e"),
-            ]
+        allowed.append(("create", "", "events", None, "team-a", None))
         for g in sp_groups:
-            for v in ("get", "list", "watch", "patch", "update"):
+            for v in ("get", "list", "watch", "patch"):
                 allowed.append((v, g, "podgroups", None, "team-a", None))
-            for v in ("patch", "update"):
-                allowed.append((v, g, "podgroups", "status", "team-a", "pg"))
+            allowed.append(("patch", g, "podgroups", "status", "team-a", "pg"))
         allowed += [("create", "coordination.k8s.io", "leases", None, "solver-sched", None)]
         for v in ("get", "update", "patch"):
             allowed.append(
@@ -534,6 +529,12 @@ class Server:
             ("update", "policy", "poddisruptionbudgets", None, "team-a", "pdb"),
             ("create", "rbac.authorization.k8s.io", "clusterrolebindings", None, None, None),
             ("delete", "", "events", None, "team-a", "e"),
+            # verbs the scheduler never uses (the role was trimmed to those it does)
+            ("patch", "", "events", None, "team-a", "e"),
+            ("create", "events.k8s.io", "events", None, "team-a", None),
+            ("update", "scheduling.x-k8s.io", "podgroups", None, "team-a", "pg"),
+            ("update", "scheduling.x-k8s.io", "podgroups", "status", "team-a", "pg"),
+            ("get", "apiextensions.k8s.io", "customresourcedefinitions", None, None, None),
         ]
         for v, g, r, sub, ns, name in denied:
             check(
