@@ -7,8 +7,10 @@ import json
 import os
 import sys
 import time
+from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from solver_sched.cli import fleet as fleet_cli
 from solver_sched.cli import simulate
@@ -24,7 +26,7 @@ from solver_sched.config.schema import ConfigError, SchedulerConfig, load_config
 from solver_sched.cycle import BACKENDS, run_cycle
 from solver_sched.io.files import InputFileError, load_objects
 from solver_sched.io.gcpause import gc_paused
-from solver_sched.io.kube_snapshot import snapshot_from_objects
+from solver_sched.io.kube_snapshot import FLEET_KINDS, READ_KINDS, snapshot_from_objects
 from solver_sched.synthetic.presets import PRESETS
 
 DESCRIPTION = """\
@@ -273,6 +275,8 @@ def _whatif_cycle(args: argparse.Namespace) -> int:
     now = args.now or datetime.now(UTC)
     if args.member:
         return fleet_cli.whatif(args, objects, config, name, now)
+    if ignored := _ignored(objects):
+        print(f"solver-sched: {ignored}", file=sys.stderr)
     snapshot = snapshot_from_objects(objects, name, config.settings.cooldown)
     del objects  # the raw objects are not needed past the snapshot: keep the peak down
     start = _step(steps, "snapshot", start)
@@ -291,6 +295,22 @@ def _whatif_cycle(args: argparse.Namespace) -> int:
         )
         return 1
     return 0
+
+
+def _ignored(objects: list[dict[str, Any]]) -> str:
+    """What the what-if leaves out, said once on stderr: a misspelt kind (``Podd``) or a fleet's
+    hub file without its members was read as nothing, and the plan silently empty."""
+    kinds = Counter(
+        str(o.get("kind")) for o in objects if o.get("kind") not in READ_KINDS | {"Namespace"}
+    )
+    if not kinds:
+        return ""
+    said = "ignored objects of kinds the snapshot does not read: " + ", ".join(
+        f"{k} ({n})" for k, n in sorted(kinds.items())
+    )
+    if FLEET_KINDS & kinds.keys():
+        said += "; a fleet's hub is planned with each member's file: --member NAME=FILE"
+    return said
 
 
 def _step(steps: dict[str, float], name: str, start: float) -> float:

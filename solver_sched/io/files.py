@@ -112,12 +112,26 @@ def _flatten(doc: object, path: Path, keep: Keep) -> list[dict[str, Any]]:
         return []
     if not isinstance(doc, dict):
         raise InputFileError(f"{path}: expected Kubernetes objects, found a {type(doc).__name__}")
-    if str(doc.get("kind") or "").endswith("List") and isinstance(doc.get("items"), list):
+    items = _list_items(doc, path)
+    if items is not None:
         out = []
-        for item in doc["items"]:
+        for item in items:
             out.extend(_flatten(_item(item, path), path, keep))
         return out
     return [keep(doc)]
+
+
+def _list_items(doc: dict[str, Any], path: Path) -> list[Any] | None:
+    """A List's items (None: the object is no List). A List without a list of items is an
+    error: it was read as one object of an unknown kind, and the plan was silently empty."""
+    kind = str(doc.get("kind") or "")
+    if not kind.endswith("List"):
+        return None
+    items = doc.get("items")
+    if not isinstance(items, list):
+        found = "nothing" if items is None else type(items).__name__
+        raise InputFileError(f"{path}: a {kind} holds its objects in items, a list; found: {found}")
+    return items
 
 
 def _item(item: object, path: Path) -> object:
@@ -207,8 +221,8 @@ def _json_objects(s: _Stream, path: Path, keep: Keep) -> Iterator[dict[str, Any]
             s.take(":")
             doc[key] = _items(s, keep) if key == "items" and s.peek() == "[" else s.value()
         s.take("}")
-        items = doc.get("items")
-        if not (str(doc.get("kind") or "").endswith("List") and isinstance(items, list)):
+        items = _list_items(doc, path)
+        if items is None:
             yield keep(doc)
             continue
         for item in items:

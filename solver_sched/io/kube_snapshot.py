@@ -33,6 +33,20 @@ from solver_sched.io.priority_classes import read_priority_classes
 from solver_sched.io.quota_tree import quota_tree
 from solver_sched.io.topology import kueue_topologies
 
+READ_KINDS = frozenset(
+    {
+        "Node",
+        "Pod",
+        "PriorityClass",
+        "PodGroup",
+        "ElasticQuotaTree",
+        "PyTorchJob",
+        "PodDisruptionBudget",
+        "Topology",
+    }
+)  # what a snapshot reads; other kinds are left alone
+FLEET_KINDS = frozenset({"PropagationPolicy", "ClusterPropagationPolicy", "Cluster"})
+
 
 @dataclass
 class Parsed:

@@ -526,3 +526,31 @@ def test_a_time_limit_that_is_not_a_positive_number_exits_2(
     with pytest.raises(SystemExit) as exc:
         run(capsys, MODELS / "gang-8-on-5.yaml", "--time-limit", limit, "--now", NOW)
     assert exc.value.code == 2 and "--time-limit" in capsys.readouterr().err
+
+
+def test_what_the_snapshot_does_not_read_is_said(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A misspelt kind, or a fleet's hub without --member, was read as nothing: the plan was
+    empty and nothing said why. The seed files' Namespaces are not worth a line."""
+    objs = [node("a", gpus=8), *gang("g", 2)]
+    objs[1]["kind"] = "Podd"
+    path = tmp_path / "in.yaml"
+    path.write_text(yaml.safe_dump({"kind": "List", "items": objs}))
+    rc, _, err = run(capsys, path)
+    assert rc == 0
+    assert "ignored objects of kinds the snapshot does not read: Podd (1)" in err
+    rc, _, err = run(capsys, MODELS / "fleet" / "hub.yaml")
+    assert "--member NAME=FILE" in err
+    rc, _, err = run(capsys, MODELS / "gang-8-on-5.yaml")
+    assert "ignored" not in err
+
+
+@pytest.mark.parametrize("items", ["{}", "3", None])
+def test_a_list_without_a_list_of_items_is_an_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, items: str | None
+) -> None:
+    path = tmp_path / "in.json"
+    path.write_text('{"kind": "List"' + (f', "items": {items}' if items else "") + "}")
+    rc, _, err = run(capsys, path)
+    assert rc == 2 and "a List holds its objects in items, a list" in err
