@@ -123,11 +123,12 @@ def _flatten(doc: object, path: Path, keep: Keep) -> list[dict[str, Any]]:
 
 def _list_items(doc: dict[str, Any], path: Path) -> list[Any] | None:
     """A List's items (None: the object is no List). A List without a list of items is an
-    error: it was read as one object of an unknown kind, and the plan was silently empty."""
+    error: it was read as one object of an unknown kind, and the plan was silently empty. A
+    kind ending in List with no items at all may be a kind of its own."""
     kind = str(doc.get("kind") or "")
-    if not kind.endswith("List"):
-        return None
     items = doc.get("items")
+    if not kind.endswith("List") or (items is None and kind != "List"):
+        return None  # (a kind of its own that ends in List: kept, as an object)
     if not isinstance(items, list):
         found = "nothing" if items is None else type(items).__name__
         raise InputFileError(f"{path}: a {kind} holds its objects in items, a list; found: {found}")
