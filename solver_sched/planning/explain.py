@@ -5,6 +5,7 @@ A reason says what blocks the job now, and every count in it says which moment i
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 
@@ -12,7 +13,7 @@ from solver_sched.domain import resources as res
 from solver_sched.domain.claims import is_claim
 from solver_sched.domain.cluster import Job, Pod
 from solver_sched.domain.quota import MAX_JOBS
-from solver_sched.domain.topology import Mode, short
+from solver_sched.domain.topology import DomainId, Mode, short
 from solver_sched.formulation.classes import no_node_reason
 from solver_sched.formulation.jobs import out_of_reach
 from solver_sched.formulation.problem import JobModel
@@ -140,7 +141,15 @@ def _topology_reason(st: PlanState, name: str, missing: list[Pod]) -> str:
         free = st.nodes.domain_gpus((ask.key, d)) if d in domains else 0
         where = "/".join(d or ())
         return f"needs {gpus} GPUs in its {level} {where} (its pods run there): {free} free"
-    best = max(st.nodes.domain_gpus((ask.key, d)) for d in domains)
+    # pods the plan starts it with count where they go: the whole gang needs one domain (a
+    # gang started at 2 of 4 was told of its 2 missing pods against another rack's room)
+    own: dict[DomainId | None, int] = defaultdict(int)
+    for pod_name in st.snapshot.jobs[name].pods:
+        if (node := st.placed.get(pod_name)) is not None:
+            (d,) = st.domains.domains_of(ask.key, (node,))
+            own[d] += st.snapshot.pods[pod_name].requests.get(res.GPU, 0)
+    gpus += sum(own.values())
+    best = max(st.nodes.domain_gpus((ask.key, d)) + own.get(d, 0) for d in domains)
     if best >= gpus:
         return (
             f"needs {gpus} GPUs in one {level}: the largest free {level} has {best}, but not "

@@ -124,6 +124,21 @@ def test_a_pod_on_a_cordoned_node_keeps_its_gang_in_its_rack(backend: str) -> No
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_a_required_gang_started_short_of_its_max_is_told_of_its_whole_size(backend: str) -> None:
+    """g (1-4 pods of 4 GPUs, required rack) starts at 2 in r1 (8 GPUs); size 4 needs 16 in one
+    rack. It was told its 2 missing pods' 8 GPUs against r2's 8: "the largest free rack has 8,
+    but not in nodes its pods fit", true of neither."""
+    nodes = racks({"a": ("b1", "r1"), "b": ("b1", "r2")}, gpus=8)
+    g = m.gang(
+        "g", 4, gpus=4, min_member=1, max_member=4, size_policy="power-of-two", annotations=REQ
+    )
+    snap = snapshot(nodes, g)
+    result = run_cycle(snap, cfg(), NOW, backend)
+    (row,) = result.plan.jobs
+    assert (row.planned, row.reason) == (2, "needs 16 GPUs in one rack: largest free rack has 8")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_an_irregular_required_gang_split_before_its_request_goes_to_0(backend: str) -> None:
     """e (powers of two, 2-4) runs 3 pods over r1 and r2, placed before its request: 2 of them
     would stay split (its first pod is kept), so it goes to 0. Greedy tried 2 only, kept e at 3,
