@@ -32,6 +32,8 @@ def diff(snapshot: ClusterSnapshot, st: PlanState, now: datetime, notes: list[st
         if planned < current:
             pods = change_to(snapshot, job, planned, st.order_of(name)).evict
             beneficiaries = sorted({j for p in pods for j in bound_on.get(p.node_name or "", ())})
+            if planned == 0 and jm is not None and jm.running_ok and jm.break_needs:
+                beneficiaries = _licensed(st, jm.break_needs, beneficiaries)
             reason = _evict_reason(
                 snapshot,
                 name,
@@ -56,6 +58,21 @@ def diff(snapshot: ClusterSnapshot, st: PlanState, now: datetime, notes: list[st
             )
         )
     return Plan(binds=binds, evictions=tuple(evictions), jobs=tuple(outcomes), notes=tuple(notes))
+
+
+def _licensed(st: PlanState, needs: tuple[str, ...], on_its_nodes: list[str]) -> list[str]:
+    """Of the gangs a break makes room for, those whose start may break it (rules 4-6: higher
+    priority in its queue, or a reclaim), else every such start of the plan, highest priority
+    first: a gang of equal priority that took the room was named as the preemptor."""
+    jobs, snapshot = st.problem.jobs, st.snapshot
+    may = {
+        jobs[i].name
+        for key in needs
+        for i in st.problem.triggers.get(key, ())
+        if jobs[i].starting and st.size.get(jobs[i].name, 0) > jobs[i].current  # started
+    }
+    named = [j for j in on_its_nodes if j in may]
+    return named or sorted(may, key=lambda j: (-snapshot.jobs[j].priority, j))
 
 
 def _evict_reason(
