@@ -327,19 +327,33 @@ class PlanState:
         """The gang's new pods inside the domains its request allows (placement/topology.py);
         a required gang that only shrinks must end in one domain. Pods this plan placed
         already (a growth after a start) sit where they are, like the running ones: the domain
-        is chosen around them (they were left out, and a gang grown from 2 to 4 ended split)."""
+        is chosen around them (they were left out, and a gang grown from 2 to 4 ended split).
+        A preferred gang's are first placed again with the new ones, kept if one domain then
+        holds them all (its growth spilled into a second rack beside a rack that held both)."""
         kept = [n for p in keep if (n := self.placed.get(p.name) or p.node_name) is not None]
-        kept += [self.placed[p.name] for p in binds if p.name in self.placed]
-        binds = tuple(p for p in binds if p.name not in self.placed)
-        if not binds:
-            found = self.domains.domains_of(ask.key, kept)
+        moved = [p for p in binds if p.name in self.placed]
+        fresh = tuple(p for p in binds if p.name not in self.placed)
+        if not fresh:
+            found = self.domains.domains_of(ask.key, [*kept, *(self.placed[p.name] for p in moved)])
             return ask.mode is Mode.PREFERRED or (len(found) <= 1 and None not in found)
 
         def bind(pods: tuple[Pod, ...]) -> bool:
             return self._bind_all(pods, cluster, pick)
 
+        if ask.mode is Mode.PREFERRED and moved:  # pods this plan placed may still move
+            mark = self.mark()
+            for p in moved:
+                self._unplace(p.name)
+            if place(
+                self.nodes, self.domains, ask, binds, kept, bind, self.mark, self.rollback, first
+            ):
+                nodes = [*kept, *(self.placed[p.name] for p in binds)]
+                if len(self.domains.domains_of(ask.key, nodes)) == 1:
+                    return True  # one domain holds it all (a growth spilled into a second)
+            self.rollback(mark)
+        kept += [self.placed[p.name] for p in moved]
         return place(
-            self.nodes, self.domains, ask, binds, kept, bind, self.mark, self.rollback, first
+            self.nodes, self.domains, ask, fresh, kept, bind, self.mark, self.rollback, first
         )
 
     def _bind_all(self, pods: tuple[Pod, ...], cluster: str, chooser: Chooser) -> bool:

@@ -215,6 +215,25 @@ def test_a_required_gang_started_and_grown_in_one_plan_stays_in_one_rack() -> No
     assert nodes and len({snap.nodes[n].labels[RACK] for n in nodes}) == 1
 
 
+def test_a_preferred_gang_started_and_grown_in_one_plan_moves_whole_to_a_rack_that_holds_it() -> (
+    None
+):
+    """As above, g preferring a rack: started at 2 in r1 (tightest), its growth spilled 2 pods
+    into r2, which holds all 4. The pods this plan placed move with the new ones."""
+    layout = {"a": ("b1", "r1"), "b": ("b1", "r2")}
+    snap = snapshot(
+        racks(layout, gpus=4),
+        other("sys", "a", 2),
+        m.gang("g", 4, gpus=1, min_member=2, max_member=4, annotations=PREF),
+    )
+    problem = prepare(snap, cfg().weights, cfg().settings, NOW, Topology(LEVELS))
+    st = PlanState(snap, problem)
+    j = st.index["default/g"]
+    assert st.resize(j, 2) and st.resize(j, 4)
+    nodes = {st.placed[p] for p in snap.jobs["default/g"].pods}
+    assert {snap.nodes[n].labels[RACK] for n in nodes} == {"r2"}
+
+
 @pytest.mark.parametrize("backend", ["cpsat", "milp"])
 def test_a_preferred_gang_goes_outside_every_rack_where_the_solver_put_it(backend: str) -> None:
     """Rack r1 is node a; node x has no rack label; 4 GPUs each. p prefers a rack, q requires
