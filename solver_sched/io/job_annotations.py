@@ -5,6 +5,7 @@ read with its minMember (``gangs``)."""
 from __future__ import annotations
 
 from datetime import datetime
+from difflib import get_close_matches
 from typing import Any
 
 from solver_sched.config.schema import parse_duration
@@ -12,6 +13,25 @@ from solver_sched.domain.cluster import SizePolicy, is_power_of_two
 from solver_sched.io.context import LoadContext
 
 ANN = "solver-sched.io/"
+# what solver-sched reads or writes on the object that defines a job (a fleet's hub job and
+# member copy included): any other key under ANN is a typo, reported (it was ignored unsaid)
+KNOWN = frozenset(
+    ANN + k
+    for k in (
+        "size-policy",
+        "cooldown",
+        "last-scale-time",
+        "max-member",
+        "cluster",
+        "placement-generation",
+        "reserved-nodes",
+        "failed-clusters",
+        "failover",
+        "trouble-since",
+        "failover-since",
+        "fleet-job",
+    )
+)
 
 
 def job_scaling(
@@ -19,6 +39,10 @@ def job_scaling(
 ) -> tuple[dict[str, Any], str | None]:
     """size_policy, cooldown and last_scale_time from the solver-sched.io annotations of the
     object that defines the job (a PodGroup, or a PyTorchJob that has none), and the first error."""
+    for key in sorted(k for k in anns if k.startswith(ANN) and k not in KNOWN):
+        near = get_close_matches(key, KNOWN, n=1)
+        hint = f"; did you mean {near[0]}?" if near else ""
+        b.error(obj, f"metadata.annotations[{key}]", f"not an annotation solver-sched reads{hint}")
     policy = SizePolicy.ANY
     text = anns.get(f"{ANN}size-policy", "any")
     try:

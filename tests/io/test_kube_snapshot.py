@@ -1113,3 +1113,20 @@ def test_queue_usage_sums_every_pod_up_the_tree_whether_requests_are_shared_or_n
     assert mine == expected and mine["no-such-queue"] == {}
     mine["root"][GPU] = 0
     assert s.bound_usage() == expected
+
+
+def test_a_misspelt_solver_sched_annotation_is_reported_and_the_rest_read() -> None:
+    """solver-sched.io/max-members (for max-member) was ignored unsaid: the gang ran rigid."""
+    objs = gang("g", 2, max_member=4)
+    objs[0]["metadata"]["annotations"]["solver-sched.io/max-members"] = "8"
+    objs[0]["metadata"]["annotations"]["solver-sched.io/cooldown"] = "5m"
+    snap = snapshot_from_objects([node("a"), *objs])
+    assert [(e.obj, e.field, e.message) for e in snap.errors] == [
+        (
+            "PodGroup default/g",
+            "metadata.annotations[solver-sched.io/max-members]",
+            "not an annotation solver-sched reads; did you mean solver-sched.io/max-member?",
+        )
+    ]
+    job = snap.jobs["default/g"]
+    assert job.invalid is None and job.max_pods == 4 and job.cooldown == timedelta(minutes=5)
