@@ -88,6 +88,11 @@ def quota_tree(b: LoadContext, raws: list[dict[str, Any]]) -> QuotaTree:
         if isinstance(lo, str) or isinstance(hi, str):
             invalid = lo if isinstance(lo, str) else str(hi)
             lo, hi = {}, {}
+        for part, limits in (("min", lo), ("max", hi)):  # (a misspelt max-jobs was no cap)
+            for r in sorted(r for r in limits if r.startswith("kube-queue/") and r != MAX_JOBS):
+                invalid = invalid or b.error(
+                    obj, f"{path}.{part}.{r}", f"unknown kube-queue key (the one read: {MAX_JOBS})"
+                )
         for r, m in sorted(lo.items()):
             if r in hi and m > hi[r] and invalid is None:
                 invalid = b.error(obj, f"{path}.min.{r}", f"{m} > max {hi[r]} (queue {node.name})")

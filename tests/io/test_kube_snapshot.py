@@ -780,6 +780,17 @@ def test_quota_tree_parsed() -> None:
     assert s.errors == ()
 
 
+def test_a_misspelt_kube_queue_key_holds_its_queue_with_the_field_named() -> None:
+    """kube-queue/maxjobs read as a resource nobody requests: team-a ran without its job cap."""
+    s = snap(_tree(max={"nvidia.com/gpu": "8", "kube-queue/maxjobs": "2"}))
+    assert s.quota.queues["team-a"].invalid == (
+        "ElasticQuotaTree kube-system/elasticquotatree: "
+        "spec.root.children[0].children[0].max.kube-queue/maxjobs: "
+        "unknown kube-queue key (the one read: kube-queue/max-jobs)"
+    )
+    assert s.quota.queues["team-b"].invalid is None
+
+
 @pytest.mark.parametrize("newer_first", [False, True])
 def test_of_two_trees_the_oldest_is_in_force_in_any_order(newer_first: bool) -> None:
     """A second tree created later (default/a-tree) took over after a restart, when the re-list
