@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from solver_sched.domain.claims import is_claim
+
 Resources = Mapping[str, int]
 
 GPU = "nvidia.com/gpu"
@@ -74,6 +76,8 @@ def fmt(vec: Resources) -> str:
     """Human form: cpu in cores, memory in Gi, others as integers."""
     parts = []
     for name, qty in sorted(vec.items()):
+        if is_claim(name):  # (per-node claims are named apart: their amounts mean nothing)
+            continue
         if name == CPU:
             parts.append(f"cpu={qty / 1000:g}")
         elif name == MEMORY:

@@ -1,7 +1,14 @@
-"""Per-node claims (domain/claims.py) into the snapshot: each claim a waiting pod of this
-scheduler makes becomes a resource of 1 on every node and a request of 1 on every pod that
-makes it (running pods of any scheduler included). Nothing changes when no waiting pod makes
-one, so clusters without host ports or anti-affinity pay a scan of their waiting pods."""
+"""Per-node claims (domain/claims.py) into the snapshot. Each claim a waiting pod of this scheduler
+makes becomes a resource on every node, requested by every pod that makes it (running pods of any
+scheduler included):
+
+- a host port: capacity 1, each pod asking for it requests 1 (one per node);
+- a required same-node anti-affinity term: capacity ``APART``; a pod the term selects requests 1
+  and a pod that carries the term requests ``APART``, so selected pods may share a node, and a
+  carrier shares its node with none of them (nor with another carrier of the term).
+
+Nothing changes when no waiting pod makes a claim, so clusters without host ports or anti-affinity
+pay a scan of their waiting pods."""
 
 from __future__ import annotations
 
@@ -11,7 +18,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from solver_sched.domain.claims import HOSTNAME, anti_affinity_claim
+from solver_sched.domain.claims import APART, HOSTNAME, anti_affinity_claim, is_port
 from solver_sched.domain.cluster import Node, Pod
 from solver_sched.io.context import raw_key
 from solver_sched.io.objects import LabelSelectorModel, PodAffinityModel
@@ -20,11 +27,11 @@ from solver_sched.io.objects import LabelSelectorModel, PodAffinityModel
 @dataclass(frozen=True)
 class _Term:
     namespaces: frozenset[str] | None  # None: every namespace
-    selector: LabelSelectorModel | None  # None selects no pod
+    selector: LabelSelectorModel
 
     def selects(self, namespace: str, labels: Mapping[str, str]) -> bool:
         in_scope = self.namespaces is None or namespace in self.namespaces
-        return in_scope and self.selector is not None and self.selector.matches(labels)
+        return in_scope and self.selector.matches(labels)
 
 
 def with_claims(
@@ -44,25 +51,21 @@ def with_claims(
     }
     if not waiting:
         return pods, nodes
-    claims: dict[str, set[str]] = {}  # pod -> its claims
+    asks: dict[str, dict[str, int]] = {}  # pod -> claim -> what it requests of it
     for n, p in pods.items():
         if p.claims and (n in waiting or p.bound):
-            claims[n] = set(p.claims)
-    _anti_affinity(raws, pods, waiting, claims)
-    needed = {c for n in waiting for c in claims.get(n, ())}
+            asks[n] = dict.fromkeys(p.claims, 1)  # (host ports, read with the pod)
+    _anti_affinity(raws, pods, waiting, asks)
+    needed = {c for n in waiting for c in asks.get(n, ())}
     if not needed:
         return pods, nodes
     out = dict(pods)
-    for n, held in claims.items():
-        mine = held & needed
+    for n, held in asks.items():
+        mine = {c: q for c, q in held.items() if c in needed}
         if mine:
             p = pods[n]
-            out[n] = replace(
-                p,
-                requests={**p.requests, **dict.fromkeys(sorted(mine), 1)},
-                claims=tuple(sorted(held)),
-            )
-    extra = dict.fromkeys(sorted(needed), 1)
+            out[n] = replace(p, requests={**p.requests, **mine}, claims=tuple(sorted(held)))
+    extra = {c: 1 if is_port(c) else APART for c in sorted(needed)}
     return out, {k: replace(v, allocatable={**v.allocatable, **extra}) for k, v in nodes.items()}
 
 
@@ -70,10 +73,10 @@ def _anti_affinity(
     raws: Iterable[dict[str, Any]],
     pods: Mapping[str, Pod],
     waiting: set[str],
-    claims: dict[str, set[str]],
+    asks: dict[str, dict[str, int]],
 ) -> None:
-    """Each required same-node anti-affinity term: a claim made by the pods that carry it and by
-    the pods it selects (running or waiting), when one of them waits."""
+    """Each required same-node anti-affinity term: a claim of the pods that carry it (APART) and
+    of the pods it selects (1), running or waiting, when one of them waits."""
     terms: dict[str, _Term] = {}
     carriers: dict[str, set[str]] = {}
     by_name = {}
@@ -93,10 +96,12 @@ def _anti_affinity(
         return
     labels = {n: (pods[n].namespace, _labels(raw)) for n, raw in by_name.items()}
     for claim, term in terms.items():
-        members = carriers[claim] | {n for n, (ns, lab) in labels.items() if term.selects(ns, lab)}
-        if members & waiting:
-            for n in members:
-                claims.setdefault(n, set()).add(claim)
+        selected = {n for n, (ns, lab) in labels.items() if term.selects(ns, lab)}
+        if (selected | carriers[claim]) & waiting:
+            for n in selected:
+                asks.setdefault(n, {})[claim] = 1
+            for n in carriers[claim]:
+                asks.setdefault(n, {})[claim] = APART
 
 
 def _labels(raw: dict[str, Any]) -> dict[str, str]:
@@ -118,6 +123,8 @@ def _terms(affinity: Any, namespace: str) -> list[tuple[str, _Term]]:
         ns = t.namespace_selector
         if t.topology_key != HOSTNAME or (ns and (ns.match_labels or ns.match_expressions)):
             continue  # not modelled: a waiting pod with it is held (io/pods.py)
+        if t.label_selector is None:
+            continue  # selects no pod: no constraint
         scope = None if ns is not None else frozenset(t.namespaces or (namespace,))  # {}: all
         names = "*" if scope is None else ",".join(sorted(scope))
         claim = anti_affinity_claim(names, _text(t.label_selector))
@@ -125,10 +132,8 @@ def _terms(affinity: Any, namespace: str) -> list[tuple[str, _Term]]:
     return out
 
 
-def _text(sel: LabelSelectorModel | None) -> str:
-    """The selector as ``kubectl`` writes one; ``<none>`` selects no pod."""
-    if sel is None:
-        return "<none>"
+def _text(sel: LabelSelectorModel) -> str:
+    """The selector as ``kubectl`` writes one."""
     parts = [f"{k}={v}" for k, v in sorted(sel.match_labels.items())]
     for r in sel.match_expressions:
         if r.operator == "Exists":

@@ -105,7 +105,8 @@ def _host_ports(p: PodObj) -> tuple[str, ...]:
     """The host ports the pod's containers claim on their node (NodePorts' view: with
     hostNetwork a port's hostPort defaults to its containerPort)."""
     ports = set()
-    for c in p.spec.containers:
+    sidecars = [c for c in p.spec.init_containers if c.restart_policy == "Always"]
+    for c in (*p.spec.containers, *sidecars):  # (as GetHostPorts: sidecars run alongside)
         for port in c.ports:
             host = port.host_port or (port.container_port if p.spec.host_network else 0)
             if host > 0:

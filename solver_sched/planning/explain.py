@@ -111,7 +111,7 @@ def explain(
             what = res.fmt(pod.requests)
             tail = _moments(room0, room, "such pods fit on schedulable nodes")
         if claims := sorted(r for r in pod.requests if is_claim(r)):
-            tail += f"; one such pod per node at most ({', '.join(claims)})"
+            tail += f"; kept apart on nodes by {', '.join(claims)}"
         if room >= n:
             return (
                 f"{head}{what} at once: room for {room} after this plan in total, but not for "

@@ -71,7 +71,7 @@ def test_a_gang_with_more_pods_than_nodes_for_its_port_waits_and_says_why(backen
     result = plan(snap, backend)
     assert result.plan.binds == ()
     row = next(j for j in result.plan.jobs if j.name == "default/g")
-    assert "one such pod per node at most (hostport:TCP/23456)" in row.reason, row.reason
+    assert "kept apart on nodes by hostport:TCP/23456" in row.reason, row.reason
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -247,3 +247,71 @@ def test_claims_cost_nothing_when_no_waiting_pod_makes_one() -> None:
     snap = snapshot(*objs, *with_port(gang("h", 1)))
     assert snap.nodes["a"].allocatable["hostport:TCP/23456"] == 1
     assert snap.pods["default/g-worker-0"].requests["hostport:TCP/23456"] == 1
+
+
+def _repel(pod: dict[str, Any], app: str) -> dict[str, Any]:
+    """``pod`` with a required anti-affinity to app=<app> per node (it need not match it)."""
+    term = {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": HOSTNAME}
+    pod["spec"]["affinity"] = {
+        "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}
+    }
+    return pod
+
+
+def _web(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    for o in objs:
+        if o["kind"] == "Pod":
+            o["metadata"]["labels"]["app"] = "web"
+    return objs
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_pods_a_term_selects_may_share_a_node(backend: str) -> None:
+    """A running pod on b repels app=web; a runs two app=web pods (low); hi, one app=web pod,
+    goes beside them on a, as kube-scheduler puts it. Selected pods were kept one per node too:
+    low was preempted to make room that was there."""
+    guard = _repel(other("guard", "b", gpus=0, namespace="default"), "web")
+    objs = [node("a", gpus=8), node("b", gpus=8), guard]
+    objs += _web(gang("low", 2, running_on=["a", "a"], priority=0))
+    objs += _web(gang("hi", 1, priority=1000))
+    snap = snapshot(*objs)
+    result = plan(snap, backend)
+    assert result.plan.evictions == ()
+    assert workers_after(snap, result.plan) == {"default/low": 2, "default/hi": 1}
+    assert {b.node for b in result.plan.binds} == {"a"}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_waiting_carrier_keeps_no_one_apart_until_it_is_placed(backend: str) -> None:
+    """c carries a term against app=web but needs 16 GPUs, more than any node: the two web pods
+    share node a all the same (they waited, one per node, for a pod that never runs)."""
+    carrier = _repel(m.pod("c", gpus=16), "web")
+    objs = [node("a", gpus=8), carrier, *_web(gang("w", 2))]
+    snap = snapshot(*objs)
+    result = plan(snap, backend)
+    assert workers_after(snap, result.plan)["default/w"] == 2
+
+
+def test_a_sidecar_claims_its_host_port() -> None:
+    """An init container with restartPolicy Always runs beside the others (GetHostPorts counts
+    its ports); a plain init container's are gone when the pod runs."""
+    p = m.pod("p", gpus=1)
+    p["spec"]["initContainers"] = [
+        {"name": "exporter", "restartPolicy": "Always", "ports": [{"hostPort": 9100}]},
+        {"name": "setup", "ports": [{"hostPort": 9200}]},
+    ]
+    assert snapshot(node("a", gpus=8), p).pods["default/p"].claims == ("hostport:TCP/9100",)
+
+
+def test_a_term_with_no_selector_selects_no_pod() -> None:
+    """A null labelSelector matches nothing in Kubernetes: no claim, two such pods share."""
+    g = gang("g", 2)
+    for o in g[1:]:
+        o["spec"]["affinity"] = {
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": HOSTNAME}]
+            }
+        }
+    snap = snapshot(node("a", gpus=8), *g)
+    assert not any(r.startswith("anti-affinity:") for r in snap.nodes["a"].allocatable)
+    assert workers_after(snap, plan(snap, "greedy").plan)["default/g"] == 2
