@@ -86,7 +86,8 @@ def _evict_reason(
     if irregular:
         job = snapshot.jobs[name]
         if current < job.min_pods:
-            return f"gang incomplete ({current} of {job.min_pods} pods) and cannot be completed"
+            # (the room may be there, given to work of more value: "cannot" was not always so)
+            return f"gang incomplete ({current} of {job.min_pods} pods), not completed by this plan"
         return f"{current} pods is not an allowed size; resized to {planned}"
     for_whom = (
         ", ".join(f"{b} (priority {snapshot.jobs[b].priority})" for b in beneficiaries[:3])

@@ -196,6 +196,8 @@ def test_a_partial_gang_in_a_rack_of_cordoned_nodes_only_is_rolled_back(backend:
     result = run_cycle(snapshot(nodes, p, low), cfg(), NOW, backend)
     assert not result.violations
     assert workers_after(snapshot(nodes, p, low), result.plan) == {"default/p": 0, "default/low": 1}
+    (ev,) = result.plan.evictions
+    assert ev.reason == "gang incomplete (1 of 2 pods), not completed by this plan"
 
 
 def test_a_required_gang_started_and_grown_in_one_plan_stays_in_one_rack() -> None:
