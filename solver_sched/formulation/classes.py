@@ -8,6 +8,7 @@ from collections import defaultdict
 from collections.abc import Callable, Collection, Mapping
 
 from solver_sched.domain import resources as res
+from solver_sched.domain.claims import is_claim
 from solver_sched.domain.cluster import Node, Pod
 from solver_sched.domain.snapshot import ClusterSnapshot
 from solver_sched.formulation.jobs import JobState
@@ -148,7 +149,11 @@ def no_node_reason(snapshot: ClusterSnapshot, pod: Pod) -> str:
             why[unmet] += 1
         elif not res.fits(pod.requests, node.allocatable):
             why["too small"] += 1
-        else:
-            why["full"] += 1
+        else:  # a claim another pod holds there (rule 2c) says more than "full"
+            free = snapshot.free_per_node[node.name]
+            held = [
+                r for r, q in sorted(pod.requests.items()) if is_claim(r) and free.get(r, 0) < q
+            ]
+            why[f"{held[0]} taken" if held else "full"] += 1
     detail = ", ".join(f"{n} {w}" for w, n in sorted(why.items()))
     return f"no node can hold {pod.name} ({res.fmt(pod.requests)}): {detail or 'no nodes'}"

@@ -401,3 +401,35 @@ def test_a_scale_in_keeps_its_cooldown_through_a_clean_shutdown(
     controller.shutdown()
     group = kube.api.get("/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups/e")
     assert "solver-sched.io/last-scale-time" in group["metadata"].get("annotations", {})
+
+
+def test_host_network_workers_go_one_per_node(
+    kube: Kube, start_controller: Callable[..., Controller]
+) -> None:
+    """hostNetwork pods with the training-operator's port: the API server defaults each
+    hostPort to its containerPort, and the controller binds one such pod per node (the kubelet
+    rejects a second); a gang that needs a third node for the port waits, saying so."""
+    for n in ("n1", "n2"):
+        kube.create(m.node(n, gpus=8))
+    for name in ("g", "h"):
+        objs = m.gang(name, 2)
+        for o in objs[1:]:
+            o["spec"]["hostNetwork"] = True
+            o["spec"]["containers"][0]["ports"] = [{"containerPort": 23456}]
+        kube.create_all(objs)
+        if name == "g":
+            start_controller()
+            wait_for("g bound", lambda: kube.bound("default", "g-") == 2)
+    pods = kube.pods("default")
+    assert {pods["g-worker-0"], pods["g-worker-1"]} == {"n1", "n2"}
+    reason = ""
+
+    def told() -> bool:
+        nonlocal reason
+        pod = kube.api.get("/api/v1/namespaces/default/pods/h-worker-0")
+        conditions = pod.get("status", {}).get("conditions") or []
+        reason = next((c.get("message", "") for c in conditions if c["type"] == "PodScheduled"), "")
+        return "hostport:TCP/23456" in reason
+
+    wait_for("h told why it waits", told)
+    assert kube.bound("default", "h-") == 0, reason
