@@ -109,3 +109,18 @@ def test_a_running_term_makes_a_claim_only_when_a_waiting_pod_is_in_it() -> None
     snap = snapshot(node("a", gpus=8), done, outside, carrier, selected, inside)
     assert snap.pods["default/i"].requests["anti-affinity:default/app=w"] == 1
     assert snap.pods["default/c"].requests["anti-affinity:default/app=w"] == APART
+
+
+def test_a_term_not_modelled_leaves_the_pods_next_terms_read() -> None:
+    """A running pod's terms: over a zone (not modelled), with no selector (selects nothing),
+    then one over the hostname: the last is its claim."""
+    selector = {"matchLabels": {"app": "w"}}
+    running = _carrying(
+        other("r", "a", gpus=1, namespace="default"),
+        _term(selector, key="zone"),
+        _term(None),
+        _term(selector),
+    )
+    waiting = _labelled(m.pod("w", gpus=1), app="w")
+    snap = snapshot(node("a", gpus=8), running, waiting)
+    assert snap.pods["default/r"].claims == ("anti-affinity:default/app=w",)
