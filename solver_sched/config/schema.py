@@ -21,6 +21,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from solver_sched.config.yaml_text import yaml_error
 from solver_sched.domain.topology import HOSTNAME
 
 _MAX_DURATION_S = (2**63 - 1) // 10**9  # Go's time.Duration, int64 nanoseconds: about 292 years
@@ -239,6 +240,8 @@ def load_config(path: Path) -> SchedulerConfig:
     try:
         with path.open(encoding="utf-8") as f:  # a stream: YAML errors name the file
             data = yaml.safe_load(f)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+    except yaml.YAMLError as exc:
+        raise ConfigError(yaml_error(path, exc)) from None
+    except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: {exc}") from None
     return config_from_mapping(data, str(path))

@@ -19,6 +19,7 @@ from typing import IO, Any
 
 import yaml
 
+from solver_sched.config.yaml_text import yaml_error
 from solver_sched.io.gcpause import gc_paused
 from solver_sched.io.slim import slim
 
@@ -88,23 +89,8 @@ def _yaml_objects(text: str, path: Path, keep: Keep) -> list[dict[str, Any]]:
     try:
         docs = list(yaml.load_all(text, Loader=_YAML_LOADER))
     except yaml.YAMLError as exc:
-        raise InputFileError(_yaml_error(path, exc)) from None
+        raise InputFileError(yaml_error(path, exc)) from None
     return [o for doc in docs for o in _flatten(doc, path, keep)]
-
-
-def _yaml_error(path: Path, exc: yaml.YAMLError) -> str:
-    """FILE:LINE:COLUMN: the problem (and where the construct it breaks began), as compilers
-    write it, instead of PyYAML's text about a "<unicode string>"."""
-    if not isinstance(exc, yaml.MarkedYAMLError) or exc.problem_mark is None:
-        return f"{path}: not valid YAML: {exc}"
-    mark = exc.problem_mark
-    text = f"{path}:{mark.line + 1}:{mark.column + 1}: not valid YAML: {exc.problem}"
-    if exc.context:
-        began = exc.context_mark
-        text += f" ({exc.context}" + (
-            f" started at {began.line + 1}:{began.column + 1})" if began is not None else ")"
-        )
-    return text
 
 
 def _flatten(doc: object, path: Path, keep: Keep) -> list[dict[str, Any]]:

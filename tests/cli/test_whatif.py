@@ -307,6 +307,17 @@ def test_a_config_that_is_not_utf8_exits_2(
     assert rc == 2 and str(cfg) in err and "Traceback" not in err
 
 
+def test_a_config_that_is_not_yaml_is_named_at_its_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """FILE:LINE:COLUMN, as the README promises (and as input files get): PyYAML's own text
+    spread the place over two lines of "in <file>, line 3, column 1"."""
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text("weights:\n  x: [1\n")
+    rc, _, err = run(capsys, MODELS / "gang-8-on-5.yaml", "--config", cfg, "--now", NOW)
+    assert rc == 2 and f"{cfg}:3:1: not valid YAML: " in err
+
+
 def test_missing_config_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     cfg = tmp_path / "absent.yaml"
     rc, _, err = run(capsys, MODELS / "gang-8-on-5.yaml", "--config", cfg, "--now", NOW)
