@@ -158,7 +158,13 @@ def _parser() -> argparse.ArgumentParser:
         default=os.environ.get("KUBECONFIG"),
         help="the cluster to read; default: $KUBECONFIG, else the in-cluster service account",
     )
-    d.add_argument("-o", "--out", type=Path, required=True, help="the YAML file to write")
+    d.add_argument(
+        "-o",
+        "--out",
+        type=Path,
+        required=True,
+        help="the file to write: JSON if it ends in .json, else YAML",
+    )
     g = sub.add_parser("generate", help="write a synthetic cluster (benchmarks)")
     g.add_argument(
         "--preset",
