@@ -57,30 +57,35 @@ def shielded(
     kept = [st for _, st in sorted(states.items()) if st.current and st.job.kept_whole(st.current)]
     if not kept:
         return {}
+    # one note per (queue, priority, may preempt): thousands of waiting gangs share a few, and
+    # a cluster of many budgets has many kept gangs
+    notes: dict[tuple[str, int, bool], str] = {}
     out: dict[str, str] = {}
     for name, st in states.items():
         if not st.waiting:
             continue
-        q = queue_of[name]
-        prio = [
-            k
-            for k in kept
-            if settings.priority_preemption
-            and st.job.preempts
-            and queue_of[k.job.name] == q
-            and k.job.priority < st.job.priority
-        ]
-        reclaim = [
-            k
-            for k in kept
-            if settings.queue_reclaim
-            and q in below_min
-            and queue_of[k.job.name] != q
-            and queue_of[k.job.name] in borrowing
-        ]
-        note = _named("lower-priority gangs of its queue from being preempted", prio)
-        note += _named("gangs of queues that borrow from being reclaimed", reclaim)
-        if note:
+        q, p, preempts = queue_of[name], st.job.priority, st.job.preempts
+        if (q, p, preempts) not in notes:
+            prio = [
+                k
+                for k in kept
+                if settings.priority_preemption
+                and preempts
+                and queue_of[k.job.name] == q
+                and k.job.priority < p
+            ]
+            reclaim = [
+                k
+                for k in kept
+                if settings.queue_reclaim
+                and q in below_min
+                and queue_of[k.job.name] != q
+                and queue_of[k.job.name] in borrowing
+            ]
+            notes[(q, p, preempts)] = _named(
+                "lower-priority gangs of its queue from being preempted", prio
+            ) + _named("gangs of queues that borrow from being reclaimed", reclaim)
+        if note := notes[(q, p, preempts)]:
             out[name] = note
     return out
 
