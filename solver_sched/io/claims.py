@@ -79,22 +79,23 @@ def _anti_affinity(
     of the pods it selects (1), running or waiting, when one of them waits."""
     terms: dict[str, _Term] = {}
     carriers: dict[str, set[str]] = {}
-    by_name = {}
-    for raw in raws:
+    raws = list(raws)
+
+    def live(raw: dict[str, Any]) -> str | None:
         key = raw_key(raw)
         name = "/".join(key) if key else ""
         p = pods.get(name)
-        if p is None or not (name in waiting or p.bound):
-            continue
-        by_name[name] = raw
+        return name if p is not None and (name in waiting or p.bound) else None
+
+    for raw in raws:  # the few pods with an affinity first: most clusters stop here
         spec = raw.get("spec")
-        if isinstance(spec, dict) and spec.get("affinity"):
-            for claim, term in _terms(spec["affinity"], p.namespace):
+        if isinstance(spec, dict) and spec.get("affinity") and (name := live(raw)):
+            for claim, term in _terms(spec["affinity"], pods[name].namespace):
                 terms.setdefault(claim, term)
                 carriers.setdefault(claim, set()).add(name)
     if not terms:
         return
-    labels = {n: (pods[n].namespace, _labels(raw)) for n, raw in by_name.items()}
+    labels = {n: (pods[n].namespace, _labels(raw)) for raw in raws if (n := live(raw))}
     for claim, term in terms.items():
         selected = {n for n, (ns, lab) in labels.items() if term.selects(ns, lab)}
         if (selected | carriers[claim]) & waiting:
