@@ -140,6 +140,7 @@ def note_unplaceable(
 
 def no_node_reason(snapshot: ClusterSnapshot, pod: Pod) -> str:
     why: dict[str, int] = defaultdict(int)
+    claims = [(r, q) for r, q in sorted(pod.requests.items()) if is_claim(r)]
     for node in snapshot.nodes.values():
         if node.unschedulable:
             why["cordoned"] += 1
@@ -150,10 +151,8 @@ def no_node_reason(snapshot: ClusterSnapshot, pod: Pod) -> str:
         elif not res.fits(pod.requests, node.allocatable):
             why["too small"] += 1
         else:  # a claim another pod holds there (rule 2c) says more than "full"
-            free = snapshot.free_per_node[node.name]
-            held = [
-                r for r, q in sorted(pod.requests.items()) if is_claim(r) and free.get(r, 0) < q
-            ]
+            free = snapshot.free_per_node[node.name] if claims else {}
+            held = [r for r, q in claims if free.get(r, 0) < q]
             why[f"{held[0]} taken" if held else "full"] += 1
     detail = ", ".join(f"{n} {w}" for w, n in sorted(why.items()))
     return f"no node can hold {pod.name} ({res.fmt(pod.requests)}): {detail or 'no nodes'}"
