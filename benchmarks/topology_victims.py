@@ -98,9 +98,10 @@ def anywhere_only() -> Iterator[None]:
         yield
 
 
-def run_instance(seed: int) -> dict[str, Any]:
+def run_instance(seed: int, config: SchedulerConfig | None = None) -> dict[str, Any]:
+    """``config``: the study's is the default (the controller's budget by cluster size)."""
     snap = snapshot_from_objects(cluster_objects(seed))
-    config = SchedulerConfig()
+    config = config or SchedulerConfig()
     topology, _ = choose(config.topology.levels, config.topology.kueue_topology, snap.topologies)
     problem = prepare(snap, config.weights, config.settings, NOW, topology)
     asks = {n for n, a in problem.asks.items() if a.mode is Mode.REQUIRED}
