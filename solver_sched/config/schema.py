@@ -224,13 +224,22 @@ class ConfigError(Exception):
     """A config that failed validation; the message names the source and the field."""
 
 
+_MODEL_NAME = re.compile(r"a valid dictionary or instance of \w+")
+
+
+def plain(msg: str) -> str:
+    """A validation message without the model class pydantic names ("a valid dictionary or
+    instance of ObjectiveWeights"): users write YAML, not Python."""
+    return _MODEL_NAME.sub("a mapping", msg)
+
+
 def config_from_mapping(data: object, source: str) -> SchedulerConfig:
     try:
         # only an empty document means "all defaults"; [] or 0 is not a mapping
         return SchedulerConfig.model_validate({} if data is None else data)
     except ValidationError as exc:
         details = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}"
+            f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {plain(err['msg'])}"
             for err in exc.errors()
         )
         raise ConfigError(f"{source}: {details}") from None

@@ -286,6 +286,9 @@ def test_binary_file_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path)
         ),
         pytest.param([], "(root)", id="empty-list-not-a-mapping"),
         pytest.param(0, "(root)", id="zero-not-a-mapping"),
+        pytest.param(  # (not "a valid dictionary or instance of ObjectiveWeights")
+            {"weights": 3}, "weights: Input should be a mapping", id="section-not-a-mapping"
+        ),
     ],
 )
 def test_invalid_config_exits_2_naming_the_field(
