@@ -227,6 +227,15 @@ class ConfigError(Exception):
 _MODEL_NAME = re.compile(r"a valid dictionary or instance of \w+")
 
 
+def field_path(loc: Iterable[object], at: str = "") -> str:
+    """A pydantic error's location as Kubernetes writes one: ``spec.containers[0].resources``
+    (pydantic's ``spec.containers.0.resources`` elsewhere), below ``at`` when given."""
+    out = at
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
 def plain(msg: str) -> str:
     """A validation message without the model class pydantic names ("a valid dictionary or
     instance of ObjectiveWeights"): users write YAML, not Python."""
@@ -239,8 +248,7 @@ def config_from_mapping(data: object, source: str) -> SchedulerConfig:
         return SchedulerConfig.model_validate({} if data is None else data)
     except ValidationError as exc:
         details = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {plain(err['msg'])}"
-            for err in exc.errors()
+            f"{field_path(err['loc']) or '(root)'}: {plain(err['msg'])}" for err in exc.errors()
         )
         raise ConfigError(f"{source}: {details}") from None
 

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from solver_sched.config.schema import plain
+from solver_sched.config.schema import field_path, plain
 from solver_sched.domain.affinity import NodeConstraints
 from solver_sched.domain.snapshot import InputError
 from solver_sched.io.quantity import parse_quantity
@@ -52,8 +52,7 @@ def parse(
             name = "/".join(str(x) for x in (meta.get("namespace"), meta.get("name")) if x)
             obj = f"{raw.get('kind', 'object')} {name or '(unnamed)'}"
         for err in exc.errors()[:3]:
-            loc = ".".join([at] * bool(at) + [str(p) for p in err["loc"]])
-            b.error(obj, loc, plain(err["msg"]))
+            b.error(obj, field_path(err["loc"], at), plain(err["msg"]))
         return None
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from solver_sched.config.schema import plain
+from solver_sched.config.schema import field_path, plain
 from solver_sched.domain.snapshot import InputError
 from solver_sched.io.context import WHOLE
 from solver_sched.io.fleet_objects import (
@@ -120,7 +120,7 @@ def _parse(model: type[BaseModel], raw: Mapping[str, Any], errors: list[InputErr
         assert isinstance(meta, dict)
         name = "/".join(str(x) for x in (meta.get("namespace"), meta.get("name")) if x)
         for err in exc.errors()[:3]:
-            loc = ".".join(str(p) for p in err["loc"])
+            loc = field_path(err["loc"])
             errors.append(
                 InputError(f"{raw.get('kind')} {name or '(unnamed)'}", loc, plain(err["msg"]))
             )

@@ -1141,3 +1141,14 @@ def test_a_misspelt_solver_sched_annotation_is_reported_and_the_rest_read() -> N
     ]
     job = snap.jobs["default/g"]
     assert job.invalid is None and job.max_pods == 4 and job.cooldown == timedelta(minutes=5)
+
+
+def test_a_validation_error_is_placed_as_kubernetes_writes_paths() -> None:
+    """spec.containers[0].resources, not pydantic's spec.containers.0.resources; "a mapping",
+    not "a valid dictionary or instance of ResourceReqs"."""
+    p = pod("p", gpus=1)
+    p["spec"]["containers"][0]["resources"] = "4 GPUs"
+    snap = snapshot_from_objects([node("a"), p])
+    assert [(e.field, e.message) for e in snap.errors] == [
+        ("spec.containers[0].resources", "Input should be a mapping")
+    ]
