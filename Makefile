@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NOW := 2026-01-01T12:00:00Z
-SEEDS := gang-8-on-5 elastic-fill guaranteed-preempts-elastic cooldown quota-max-jobs topology-rack budget-protects-victim
+SEEDS := gang-8-on-5 elastic-fill guaranteed-preempts-elastic cooldown quota-max-jobs topology-rack budget-protects-victim host-ports
 
 GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 TESTENV := .cache/bin/kube-testenv

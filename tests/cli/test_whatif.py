@@ -69,6 +69,7 @@ def test_models_present() -> None:
         "quota-max-jobs",
         "topology-rack",
         "budget-protects-victim",
+        "host-ports",
     }
 
 
@@ -158,6 +159,13 @@ SEEDS = [
         {"default/big": 0, "default/small": 2, "default/high": 4},
         {"default/big": "preempted by default/high"},
         id="budget-protects-victim",
+    ),
+    pytest.param(
+        "host-ports",
+        NOW,
+        {"default/train": 3, "default/train-2": 0, "default/spread": 3},
+        {"default/train-2": "kept apart on nodes by hostport:TCP/23456"},
+        id="host-ports",
     ),
 ]
 
