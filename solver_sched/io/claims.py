@@ -12,7 +12,7 @@ pay a scan of their waiting pods."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -39,7 +39,10 @@ def with_claims(
     pods: dict[str, Pod],
     nodes: dict[str, Node],
     scheduler_name: str,
+    labels: Callable[[], Mapping[str, Mapping[str, str]]],
 ) -> tuple[dict[str, Pod], dict[str, Node]]:
+    """``labels``: pod name -> labels, read when a term needs them (the loader's, shared with
+    the budgets)."""
     waiting = {
         n
         for n, p in pods.items()
@@ -55,7 +58,7 @@ def with_claims(
     for n, p in pods.items():
         if p.claims and (n in waiting or p.bound):
             asks[n] = dict.fromkeys(p.claims, 1)  # (host ports, read with the pod)
-    _anti_affinity(raws, pods, waiting, asks)
+    _anti_affinity(raws, pods, waiting, asks, labels)
     needed = {c for n in waiting for c in asks.get(n, ())}
     if not needed:
         return pods, nodes
@@ -74,12 +77,12 @@ def _anti_affinity(
     pods: Mapping[str, Pod],
     waiting: set[str],
     asks: dict[str, dict[str, int]],
+    labels: Callable[[], Mapping[str, Mapping[str, str]]],
 ) -> None:
     """Each required same-node anti-affinity term: a claim of the pods that carry it (APART) and
     of the pods it selects (1), running or waiting, when one of them waits."""
     terms: dict[str, _Term] = {}
     carriers: dict[str, set[str]] = {}
-    raws = list(raws)
 
     def live(raw: dict[str, Any]) -> str | None:
         key = raw_key(raw)
@@ -95,20 +98,17 @@ def _anti_affinity(
                 carriers.setdefault(claim, set()).add(name)
     if not terms:
         return
-    labels = {n: (pods[n].namespace, _labels(raw)) for raw in raws if (n := live(raw))}
+    of = labels()
+    live_labels = {
+        n: (p.namespace, of.get(n, {})) for n, p in pods.items() if n in waiting or p.bound
+    }
     for claim, term in terms.items():
-        selected = {n for n, (ns, lab) in labels.items() if term.selects(ns, lab)}
+        selected = {n for n, (ns, lab) in live_labels.items() if term.selects(ns, lab)}
         if (selected | carriers[claim]) & waiting:
             for n in selected:
                 asks.setdefault(n, {})[claim] = 1
             for n in carriers[claim]:
                 asks.setdefault(n, {})[claim] = APART
-
-
-def _labels(raw: dict[str, Any]) -> dict[str, str]:
-    meta = raw.get("metadata")
-    found = meta.get("labels") if isinstance(meta, dict) else None
-    return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
 
 
 def _terms(affinity: Any, namespace: str) -> list[tuple[str, _Term]]:

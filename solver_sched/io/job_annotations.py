@@ -11,26 +11,32 @@ from typing import Any
 from solver_sched.config.schema import parse_duration
 from solver_sched.domain.cluster import SizePolicy, is_power_of_two
 from solver_sched.io.context import LoadContext
+from solver_sched.io.fleet_hub import (
+    ANN_CLUSTER,
+    ANN_FAILED,
+    ANN_FAILOVER,
+    ANN_FAILOVER_SINCE,
+    ANN_GENERATION,
+    ANN_HUB_JOB,
+    ANN_NODES,
+    ANN_TROUBLE,
+)
 
 ANN = "solver-sched.io/"
 # what solver-sched reads or writes on the object that defines a job (a fleet's hub job and
 # member copy included): any other key under ANN is a typo, reported (it was ignored unsaid)
 KNOWN = frozenset(
-    ANN + k
-    for k in (
-        "size-policy",
-        "cooldown",
-        "last-scale-time",
-        "max-member",
-        "cluster",
-        "placement-generation",
-        "reserved-nodes",
-        "failed-clusters",
-        "failover",
-        "trouble-since",
-        "failover-since",
-        "fleet-job",
-    )
+    {
+        *(ANN + k for k in ("size-policy", "cooldown", "last-scale-time", "max-member")),
+        ANN_CLUSTER,
+        ANN_GENERATION,
+        ANN_NODES,
+        ANN_FAILED,
+        ANN_FAILOVER,
+        ANN_TROUBLE,
+        ANN_FAILOVER_SINCE,
+        ANN_HUB_JOB,
+    }
 )
 
 

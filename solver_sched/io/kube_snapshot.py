@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
-from functools import partial
+from functools import cache, partial
 from typing import Any
 
 from pydantic import ValidationError
@@ -137,13 +137,14 @@ def _snapshot(
         if nodes[name].invalid is None:
             why = f"{pod} on it could not be read (see its error): its free room is unknown"
             nodes[name] = replace(nodes[name], invalid=why)
-    pods, nodes = with_claims(by_kind["Pod"], pods, nodes, scheduler_name)
+    labels = cache(partial(_labels, by_kind["Pod"]))  # read once, if a term or budget needs them
+    pods, nodes = with_claims(by_kind["Pod"], pods, nodes, scheduler_name, labels)
     quota = quota_tree(b, by_kind["ElasticQuotaTree"])
     groups = pod_groups(b, by_kind["PodGroup"])
     pytorch = pytorch_jobs(b, by_kind["PyTorchJob"])
     jobs = jobs_from(b, pods, groups, pytorch, unread)
     if budgets := by_kind["PodDisruptionBudget"]:
-        jobs = with_disruptions(b, budgets, _labels(by_kind["Pod"]), pods, jobs)
+        jobs = with_disruptions(b, budgets, labels(), pods, jobs)
     topologies = kueue_topologies(b, by_kind["Topology"])
     job_of = {p: name for name, job in jobs.items() for p in job.pods}
     for n, p in pods.items():
